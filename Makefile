@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0
+# ibckpt: transparent freeze/thaw/checkpoint of unmodified RDMA verbs applications.
+#
+#   make              kmod/ibckpt.ko, provider/libibckpt-rdmav34.so, tools/ibckpt, test programs
+#   make check        every test (unit under ASan+UBSan, KUnit, VM); ends "N passed, N failed"
+#   make demo         the main job, end to end, in the VM test bed
+#   make bench        overhead and latency ratios, with and without ibckpt, same run
+#   make install / uninstall   (DESTDIR, PREFIX aware)
+#
+# KDIR defaults to the headers of Debian 12's current kernel package, resolved
+# through linux-headers-amd64 (scripts/kver); override KVER or KDIR to change it.
+
+KVER ?= $(shell scripts/kver 2>/dev/null)
+KDIR ?= /usr/src/linux-headers-$(KVER)
+PREFIX ?= /usr/local
+DESTDIR ?=
+export PREFIX DESTDIR
+
+SUBDIRS := provider tools tests/freeze tests/traffic
+subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
+
+.PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
+	check-vm demo bench deps kdir-check sparse checkpatch
+
+all: modules userspace
+
+kdir-check:
+	@if [ -z "$(KVER)" ] && [ "$(origin KDIR)" = file ]; then \
+		echo "error: cannot resolve the kernel version: install linux-headers-amd64" \
+		     "(apt-get install linux-headers-amd64) or set KDIR=" >&2; exit 1; fi
+	@if [ ! -f "$(KDIR)/Makefile" ]; then \
+		echo "error: kernel headers not found in KDIR=$(KDIR)" >&2; \
+		echo "error: apt-get install linux-headers-$(KVER), or set KDIR=" >&2; exit 1; fi
+
+modules: kdir-check
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+userspace:
+	@set -e; for d in $(subdir-targets); do $(MAKE) -C $$d; done
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	@for d in $(subdir-targets); do $(MAKE) -C $$d clean; done
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=extra \
+		DEPMOD=true modules_install
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+	$(MAKE) -C provider install
+	$(MAKE) -C tools install
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/extra/kmod/ibckpt.ko \
+	      $(DESTDIR)/lib/modules/$(KVER)/extra/ibckpt.ko
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+	$(MAKE) -C provider uninstall
+	$(MAKE) -C tools uninstall
+
+deps:
+	scripts/install-deps all
+
+# Tests. check-* first install what they need, then build, then run.
+check: deps
+	$(MAKE) all
+	tests/check unit kunit vm
+
+check-unit:
+	scripts/install-deps build
+	$(MAKE) userspace
+	tests/check unit
+
+check-kunit:
+	tests/check kunit
+
+check-vm:
+	scripts/install-deps build vm
+	$(MAKE) all
+	tests/check vm
+
+demo:
+	scripts/install-deps build vm
+	$(MAKE) all
+	tests/vm/run --timeout 900 -- tests/demo/demo.sh
+
+bench:
+	scripts/install-deps all
+	$(MAKE) all
+	tests/bench/run
+
+# Static checks of the kernel code (need linux-source-6.1, see tests/kunit/run).
+sparse: kdir-check
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
+
+checkpatch:
+	@cp=build/kunit/linux-source-6.1/scripts/checkpatch.pl; \
+	[ -f $$cp ] || { echo "run tests/kunit/run once (it unpacks linux-source-6.1)" >&2; exit 1; }; \
+	perl $$cp --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/*.h
