@@ -21,3 +21,35 @@ bed_wait_listen() {
 	done
 	fail "nothing listens on port $1"
 }
+
+# ibtraffic (tests/traffic): a verifying server on $1 with $2 QPs, in its own
+# process group (setsid), and a client on another device.
+IBTRAFFIC=tests/traffic/bin/ibtraffic
+traffic_start_server() {
+	TRAFFIC_PORT=$(bed_port)
+	setsid "$IBTRAFFIC" -s -d "$1" -g 0 -p "$TRAFFIC_PORT" -q "$2" "${@:3}" \
+		> "$T/server.out" 2> "$T/server.err" &
+	TRAFFIC_SERVER=$!
+	bed_wait_listen "$TRAFFIC_PORT"
+}
+# traffic_run_client DEV QPS [ibtraffic options]: runs to completion
+traffic_run_client() {
+	timeout 120 "$IBTRAFFIC" -c 127.0.0.1 -d "$1" -g 0 -p "$TRAFFIC_PORT" -q "$2" "${@:3}" \
+		> "$T/client.out" 2> "$T/client.err"
+	TRAFFIC_CLIENT_RC=$?
+	cat "$T/client.err" >&2
+}
+traffic_wait_server() {
+	local rc
+	wait "$TRAFFIC_SERVER"
+	rc=$?
+	cat "$T/server.err" >&2
+	echo $rc
+}
+# The client's final line reports at least $1 completed operations.
+traffic_expect_ops() {
+	local n
+	n=$(grep '"event":"final"' "$T/client.out" |
+		jq '.sends + .writes + .reads + .atomics + .ud')
+	[ -n "$n" ] && [ "$n" -ge "$1" ] || fail "client completed ${n:-no} operations, expected >= $1"
+}

@@ -1,0 +1,10 @@
+#!/bin/bash
+# The traffic generator itself is sound on the bare test bed (no ibckpt):
+# RC SEND/SRQ, WRITE WITH IMM, READ, fetch-and-add and UD, all verified.
+. "$(dirname "$0")/lib.sh"
+traffic_start_server rxe0 8
+traffic_run_client rxe1 8 -t 4
+expect_eq 0 "$TRAFFIC_CLIENT_RC" "client exit status"
+expect_eq 0 "$(traffic_wait_server)" "server exit status"
+traffic_expect_ops 1000
+pass
