@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The snapshot reader must accept what the provider writes and refuse, with
+ * a message, anything malformed: the bytes cross two trust boundaries.
+ */
+#define UNIT_SUITE "snapshot"
+#include <stdlib.h>
+#include <string.h>
+#include "../../tests/unit/unit.h"
+#include "../../provider/snapshot_writer.h"
+#include "../snapshot.h"
+
+static void build(struct snap_writer *w)
+{
+	struct ibckpt_snap_qp *q;
+	struct ibckpt_snap_mr *m;
+	struct ibckpt_snap_wr *wr;
+	struct ibckpt_snap_sge *sg;
+
+	snapw_init(w, 1234, 7);
+	((struct ibckpt_snap_pd *)snapw_add(w, IBCKPT_SNAP_PD, sizeof(struct ibckpt_snap_pd)))
+		->handle = 1;
+	m = snapw_add(w, IBCKPT_SNAP_MR, sizeof(*m));
+	m->handle = 2;
+	m->length = 4096;
+	m->vlkey = m->lkey = 0x1234;
+	q = snapw_add(w, IBCKPT_SNAP_QP, sizeof(*q));
+	q->handle = 3;
+	q->vqpn = q->qpn = 0x11;
+	q->n_send_wr = 1;
+	/* one WR with two SGEs and 5 inline bytes: 3 bytes of padding follow */
+	wr = snapw_add(w, IBCKPT_SNAP_WR, sizeof(*wr) + 2 * sizeof(*sg) + 5);
+	wr->wr_id = 42;
+	wr->owner = 3;
+	wr->wq = IBCKPT_SNAP_WQ_SEND;
+	wr->num_sge = 2;
+	wr->inline_len = 5;
+	sg = (struct ibckpt_snap_sge *)(wr + 1);
+	sg[1].length = 100;
+	memcpy(sg + 2, "hello", 5);
+	CHECK_EQ(snapw_finish(w), 0);
+}
+
+static int validate(struct snap_writer *w, char *err)
+{
+	return snap_validate(w->buf, w->len, err, 256);
+}
+
+static void accepts_what_the_writer_builds(void)
+{
+	struct snap_writer w;
+	struct snap_counts c;
+	char err[256] = "";
+
+	build(&w);
+	CHECK_EQ(validate(&w, err), 0);
+	snap_count(w.buf, &c);
+	CHECK_EQ(c.n[IBCKPT_SNAP_QP], 1);
+	CHECK_EQ(c.n[IBCKPT_SNAP_MR], 1);
+	CHECK_EQ(c.n[IBCKPT_SNAP_WR], 1);
+	CHECK_EQ(w.len % 8, 0);
+	snapw_free(&w);
+}
+
+static void json_names_every_object(void)
+{
+	struct snap_writer w;
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	build(&w);
+	f = open_memstream(&out, &n);
+	snap_print_json(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "\"qps\":[{\"handle\":3,") != NULL);
+	CHECK(strstr(out, "\"vqpn\":17,\"qpn\":17") != NULL);
+	CHECK(strstr(out, "\"sge\":[{\"addr\":0,\"length\":0,\"lkey\":0},{\"addr\":0,\"length\":100") != NULL);
+	CHECK(strstr(out, "\"tgid\":1234,\"session\":7") != NULL);
+	free(out);
+	snapw_free(&w);
+}
+
+static void refuses_truncation_anywhere(void)
+{
+	struct snap_writer w;
+	char err[256];
+	size_t cut;
+
+	build(&w);
+	for (cut = 0; cut < w.len; cut++)
+		CHECK(snap_validate(w.buf, cut, err, sizeof(err)) == -1);
+	snapw_free(&w);
+}
+
+static void refuses_bad_magic_and_version(void)
+{
+	struct snap_writer w;
+	char err[256];
+
+	build(&w);
+	snapw_hdr(&w)->magic ^= 1;
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "not an ibckpt snapshot") != NULL);
+	snapw_hdr(&w)->magic ^= 1;
+	snapw_hdr(&w)->version = 99;
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "version 99") != NULL);
+	snapw_free(&w);
+}
+
+static void refuses_record_overrun_and_short_payload(void)
+{
+	struct snap_writer w;
+	struct ibckpt_snap_rec *r;
+	char err[256];
+
+	build(&w);
+	r = (struct ibckpt_snap_rec *)(w.buf + sizeof(struct ibckpt_snap_hdr));
+	r->len = 0xfffffff0u;			/* past the end */
+	CHECK_EQ(validate(&w, err), -1);
+	r->len = 4;				/* shorter than a PD */
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "needs") != NULL);
+	r->len = sizeof(struct ibckpt_snap_pd);
+	r->type = 200;
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "unknown type 200") != NULL);
+	snapw_free(&w);
+}
+
+static void refuses_wr_with_sges_beyond_its_record(void)
+{
+	struct snap_writer w;
+	struct snap_counts c;
+	char err[256];
+	unsigned char *p;
+	size_t off = sizeof(struct ibckpt_snap_hdr);
+	uint32_t i;
+
+	build(&w);
+	snap_count(w.buf, &c);
+	p = w.buf;
+	for (i = 0; i < 3; i++)		/* skip PD, MR, QP */
+		off += sizeof(struct ibckpt_snap_rec) +
+		       ((((struct ibckpt_snap_rec *)(p + off))->len + 7u) & ~7u);
+	((struct ibckpt_snap_wr *)(p + off + sizeof(struct ibckpt_snap_rec)))->num_sge = 3;
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "do not fit") != NULL);
+	snapw_free(&w);
+}
+
+static void writer_refuses_oversize(void)
+{
+	struct snap_writer w;
+
+	snapw_init(&w, 1, 1);
+	CHECK(snapw_add(&w, IBCKPT_SNAP_WR, (size_t)IBCKPT_SNAP_MAX_LEN + 1) == NULL);
+	CHECK(snapw_finish(&w) != 0);
+	snapw_free(&w);
+}
+
+int main(void)
+{
+	RUN(accepts_what_the_writer_builds);
+	RUN(json_names_every_object);
+	RUN(refuses_truncation_anywhere);
+	RUN(refuses_bad_magic_and_version);
+	RUN(refuses_record_overrun_and_short_payload);
+	RUN(refuses_wr_with_sges_beyond_its_record);
+	RUN(writer_refuses_oversize);
+	return unit_done();
+}

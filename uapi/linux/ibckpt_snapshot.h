@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * ibckpt snapshot format, version 1.
+ *
+ * A snapshot is what one process's provider reports when its application
+ * threads are parked and its verbs state is quiesced: every verbs object it
+ * holds, the virtual and real IDs, QP attributes, outstanding work requests
+ * and the completions drained into private queues. `ibckpt dump` prints it;
+ * a later restart reads it back. Documentation/snapshot.rst describes it.
+ *
+ * Layout: one struct ibckpt_snap_hdr, then hdr.n_records records, each a
+ * struct ibckpt_snap_rec followed by rec.len bytes of payload and padding to
+ * a multiple of 8. Payloads are the fixed structures below; a reader must
+ * accept a payload longer than the structure it knows (newer minor fields are
+ * appended) and must reject a shorter one. All integers are in the byte order
+ * of the machine that wrote the snapshot; hdr.magic tells a reader which.
+ *
+ * Objects refer to each other by handle: a number unique within the process
+ * snapshot (the provider's shadow object id), never a pointer.
+ */
+#ifndef _UAPI_LINUX_IBCKPT_SNAPSHOT_H
+#define _UAPI_LINUX_IBCKPT_SNAPSHOT_H
+
+#include <linux/types.h>
+
+#define IBCKPT_SNAP_MAGIC	0x50414e53	/* "SNAP" in little-endian bytes */
+#define IBCKPT_SNAP_VERSION	1
+#define IBCKPT_SNAP_MAX_LEN	(64u << 20)	/* a reader's sanity bound */
+
+/**
+ * struct ibckpt_snap_hdr - start of a process snapshot
+ * @magic: IBCKPT_SNAP_MAGIC
+ * @version: IBCKPT_SNAP_VERSION
+ * @hdr_len: sizeof(struct ibckpt_snap_hdr) of the writer
+ * @tgid: the process, in the writer's pid namespace
+ * @n_records: records that follow
+ * @session: the freeze session the snapshot was taken in
+ * @total_len: bytes of the whole snapshot, header included
+ * @pinned_bytes: memory the process has pinned (its mm's pinned_vm)
+ * @outstanding: work requests still posted when quiescing ended
+ * @flags: IBCKPT_SNAP_F_*
+ */
+struct ibckpt_snap_hdr {
+	__u32 magic;
+	__u16 version;
+	__u16 hdr_len;
+	__u32 tgid;
+	__u32 n_records;
+	__u64 session;
+	__u64 total_len;
+	__u64 pinned_bytes;
+	__u32 outstanding;
+	__u32 flags;
+};
+
+/* The provider's quiesce bound was reached with work still in flight. */
+#define IBCKPT_SNAP_F_INCOMPLETE_DRAIN	(1u << 0)
+
+/**
+ * struct ibckpt_snap_rec - record header
+ * @type: enum ibckpt_snap_type
+ * @flags: reserved, 0
+ * @len: payload bytes after this header (padding excluded)
+ */
+struct ibckpt_snap_rec {
+	__u16 type;
+	__u16 flags;
+	__u32 len;
+};
+
+enum ibckpt_snap_type {
+	IBCKPT_SNAP_DEVICE = 1,	/* struct ibckpt_snap_device: an opened context */
+	IBCKPT_SNAP_PD,		/* struct ibckpt_snap_pd */
+	IBCKPT_SNAP_MR,		/* struct ibckpt_snap_mr */
+	IBCKPT_SNAP_CQ,		/* struct ibckpt_snap_cq */
+	IBCKPT_SNAP_QP,		/* struct ibckpt_snap_qp */
+	IBCKPT_SNAP_SRQ,	/* struct ibckpt_snap_srq */
+	IBCKPT_SNAP_WR,		/* struct ibckpt_snap_wr (+ SGEs, + inline data) */
+	IBCKPT_SNAP_WC,		/* struct ibckpt_snap_wc: a drained completion */
+	IBCKPT_SNAP_AH,		/* struct ibckpt_snap_ah */
+	__IBCKPT_SNAP_TYPE_MAX
+};
+
+/**
+ * struct ibckpt_snap_device - one opened device context
+ * @handle: the context's handle
+ * @name: kernel device name (e.g. "rxe0"), NUL-terminated
+ * @node_guid: the device's node GUID (big-endian as verbs reports it)
+ * @port_lid: LID of port 1 as the application saw it (virtual)
+ * @gid: GID 0 of port 1 as the application saw it (virtual)
+ */
+struct ibckpt_snap_device {
+	__u32 handle;
+	__u32 port_lid;
+	char name[64];
+	__u64 node_guid;
+	__u8 gid[16];
+};
+
+/**
+ * struct ibckpt_snap_pd - protection domain
+ * @handle: the PD's handle
+ * @device: handle of its context
+ */
+struct ibckpt_snap_pd {
+	__u32 handle;
+	__u32 device;
+};
+
+/**
+ * struct ibckpt_snap_mr - memory region
+ * @handle: the MR's handle
+ * @pd: handle of its PD
+ * @addr: start address in the process
+ * @length: bytes registered
+ * @iova: I/O virtual address the MR is addressed by
+ * @access: IBV_ACCESS_* flags
+ * @vlkey: lkey the application holds
+ * @vrkey: rkey the application holds
+ * @lkey: the vendor's lkey
+ * @rkey: the vendor's rkey
+ */
+struct ibckpt_snap_mr {
+	__u32 handle;
+	__u32 pd;
+	__u64 addr;
+	__u64 length;
+	__u64 iova;
+	__u32 access;
+	__u32 vlkey;
+	__u32 vrkey;
+	__u32 lkey;
+	__u32 rkey;
+	__u32 pad;
+};
+
+/**
+ * struct ibckpt_snap_cq - completion queue
+ * @handle: the CQ's handle
+ * @device: handle of its context
+ * @cqe: capacity
+ * @n_drained: completions held in its private queue (as WC records)
+ * @comp_channel: 1 if bound to a completion channel
+ * @armed: 1 if a notification was requested and not yet delivered
+ */
+struct ibckpt_snap_cq {
+	__u32 handle;
+	__u32 device;
+	__u32 cqe;
+	__u32 n_drained;
+	__u32 comp_channel;
+	__u32 armed;
+};
+
+/**
+ * struct ibckpt_snap_qp - queue pair with its full attributes
+ *
+ * The attributes are those of ibv_query_qp() while the application was
+ * parked; @vqpn is what the application and its peers know the QP by.
+ */
+struct ibckpt_snap_qp {
+	__u32 handle;
+	__u32 pd;
+	__u32 send_cq;
+	__u32 recv_cq;
+	__u32 srq;		/* 0: none */
+	__u32 qp_type;		/* enum ibv_qp_type */
+	__u32 vqpn;
+	__u32 qpn;
+	__u32 state;		/* enum ibv_qp_state */
+	__u32 dest_qpn;
+	__u32 sq_psn;
+	__u32 rq_psn;
+	__u32 qkey;
+	__u32 access;		/* qp_access_flags */
+	__u8 path_mtu;		/* enum ibv_mtu */
+	__u8 timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 min_rnr_timer;
+	__u8 max_rd_atomic;
+	__u8 max_dest_rd_atomic;
+	__u8 port_num;
+	__u8 sl;
+	__u8 is_global;
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u16 dlid;
+	__u16 pkey_index;
+	__u8 dgid[16];
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u32 sq_sig_all;
+	__u32 n_send_wr;	/* outstanding send WRs (as WR records) */
+	__u32 n_recv_wr;	/* outstanding receive WRs (as WR records) */
+	__u32 n_modify;		/* modify_qp calls logged */
+	__u32 pad;
+};
+
+/**
+ * struct ibckpt_snap_srq - shared receive queue
+ */
+struct ibckpt_snap_srq {
+	__u32 handle;
+	__u32 pd;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srq_limit;
+	__u32 n_recv_wr;	/* outstanding receives (as WR records) */
+};
+
+/* WR record: which queue the work request sits on. */
+enum ibckpt_snap_wq {
+	IBCKPT_SNAP_WQ_SEND = 1,	/* @owner is a QP handle */
+	IBCKPT_SNAP_WQ_RECV,		/* @owner is a QP handle */
+	IBCKPT_SNAP_WQ_SRQ,		/* @owner is an SRQ handle */
+};
+
+/**
+ * struct ibckpt_snap_wr - a posted, not yet completed work request
+ *
+ * Followed by @num_sge struct ibckpt_snap_sge, then @inline_len bytes of
+ * inline payload copied at post time. @len of the record covers all three.
+ */
+struct ibckpt_snap_wr {
+	__u64 wr_id;
+	__u32 owner;
+	__u32 wq;		/* enum ibckpt_snap_wq */
+	__u32 opcode;		/* enum ibv_wr_opcode (send queue) */
+	__u32 send_flags;
+	__u32 num_sge;
+	__u32 inline_len;
+	__u64 remote_addr;
+	__u32 rkey;
+	__u32 imm_data;		/* or invalidate_rkey */
+	__u64 compare_add;
+	__u64 swap;
+	__u32 ud_ah;		/* UD: AH handle */
+	__u32 ud_remote_qpn;
+	__u32 ud_remote_qkey;
+	__u32 pad;
+};
+
+struct ibckpt_snap_sge {
+	__u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/**
+ * struct ibckpt_snap_wc - a completion drained into a CQ's private queue,
+ * in the order the application will receive it
+ */
+struct ibckpt_snap_wc {
+	__u64 wr_id;
+	__u32 cq;		/* CQ handle */
+	__u32 status;		/* enum ibv_wc_status */
+	__u32 opcode;		/* enum ibv_wc_opcode */
+	__u32 vendor_err;
+	__u32 byte_len;
+	__u32 imm_data;
+	__u32 qp_num;		/* virtual QPN */
+	__u32 src_qp;
+	__u32 wc_flags;
+	__u16 pkey_index;
+	__u16 slid;
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 pad[6];
+};
+
+/**
+ * struct ibckpt_snap_ah - address handle
+ */
+struct ibckpt_snap_ah {
+	__u32 handle;
+	__u32 pd;
+	__u16 dlid;
+	__u8 sl;
+	__u8 is_global;
+	__u8 port_num;
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u8 pad;
+	__u8 dgid[16];
+};
+
+#endif /* _UAPI_LINUX_IBCKPT_SNAPSHOT_H */
