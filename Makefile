@@ -20,7 +20,7 @@ SUBDIRS := provider tools tests/freeze tests/traffic
 subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
 
 .PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
-	check-vm demo bench deps kdir-check sparse checkpatch
+	check-vm check-static demo bench deps kdir-check
 
 all: modules userspace
 
@@ -62,7 +62,7 @@ deps:
 # Tests. check-* first install what they need, then build, then run.
 check: deps
 	$(MAKE) all
-	tests/check unit kunit vm
+	tests/check unit static kunit vm
 
 check-unit:
 	scripts/install-deps build
@@ -71,6 +71,10 @@ check-unit:
 
 check-kunit:
 	tests/check kunit
+
+check-static:
+	scripts/install-deps build kunit
+	tests/check static
 
 check-vm:
 	scripts/install-deps build vm
@@ -86,12 +90,3 @@ bench:
 	scripts/install-deps all
 	$(MAKE) all
 	tests/bench/run
-
-# Static checks of the kernel code (need linux-source-6.1, see tests/kunit/run).
-sparse: kdir-check
-	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 W=1 modules
-
-checkpatch:
-	@cp=build/kunit/linux-source-6.1/scripts/checkpatch.pl; \
-	[ -f $$cp ] || { echo "run tests/kunit/run once (it unpacks linux-source-6.1)" >&2; exit 1; }; \
-	perl $$cp --no-tree --strict --terse -f kmod/*.c kmod/*.h uapi/linux/*.h
