@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ibckpt.ko internals.
+ */
+#ifndef IBCKPT_H
+#define IBCKPT_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+
+#include "uapi/linux/ibckpt.h"
+#include "evq.h"
+
+#define IBCKPT_VERSION		"0.1"
+
+/**
+ * struct ibckpt_proc - a process registered through /dev/ibckpt
+ * @node: in ibckpt_procs; protected by ibckpt_procs_lock
+ * @ref: held by the registering file and by anyone iterating outside the lock
+ * @tgid: the process (its thread-group leader's struct pid)
+ * @ctrl: the control thread, never parked with the application threads
+ * @events: events not yet read by the control thread
+ *
+ * Lifetime: created by IBCKPT_IOC_REGISTER, unlinked when the registering
+ * file is released (close or exit); freed on the last kref_put().
+ */
+struct ibckpt_proc {
+	struct list_head node;
+	struct kref ref;
+	struct pid *tgid;
+	struct pid *ctrl;
+	struct ibckpt_evq events;
+};
+
+/* Registered processes. */
+extern struct list_head ibckpt_procs;
+extern struct mutex ibckpt_procs_lock;
+
+void ibckpt_proc_put(struct ibckpt_proc *p);
+
+int ibckpt_chardev_init(void);
+void ibckpt_chardev_exit(void);
+int ibckpt_genl_init(void);
+void ibckpt_genl_exit(void);
+
+#endif /* IBCKPT_H */

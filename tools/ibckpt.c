@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ibckpt - freeze, thaw and inspect RDMA verbs applications.
+ *
+ * Conventions follow iproute2: `ibckpt [OPTIONS] COMMAND [ARGS]`, -j for
+ * JSON, errors on stderr prefixed with the program name, exit status 0 on
+ * success, 1 on a failed operation, 2 on bad usage. See ibckpt(8).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/ibckpt.h>
+#include "cli.h"
+
+#define IBCKPT_CLI_VERSION "0.1"
+
+int json;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ibckpt [-j] COMMAND [ARGS]\n"
+		"       ibckpt -V | --version\n"
+		"commands:\n"
+		"  status [PGID]        registered processes (and freeze sessions)\n"
+		"options:\n"
+		"  -j, --json           JSON output\n"
+		"  -h, --help           this text\n");
+}
+
+int cli_fail(int err, const char *what, const char *extack)
+{
+	fprintf(stderr, "ibckpt: %s: %s%s%s\n", what, strerror(-err),
+		extack && *extack ? ": " : "", extack ? extack : "");
+	return 1;
+}
+
+struct version {
+	char module[64];
+	unsigned int abi;
+};
+
+static int on_version(struct nlattr **a, void *arg)
+{
+	struct version *v = arg;
+
+	if (a[IBCKPT_A_VERSION])
+		snprintf(v->module, sizeof(v->module), "%s", nla_get_string(a[IBCKPT_A_VERSION]));
+	if (a[IBCKPT_A_ABI])
+		v->abi = nla_get_u32(a[IBCKPT_A_ABI]);
+	return 0;
+}
+
+static int cmd_version(void)
+{
+	struct version v = { .abi = 0 };
+	struct ibnl n;
+	char ext[256];
+	int err = -ENOENT;
+
+	if (!ibnl_open(&n, 1)) {
+		err = ibnl_call(&n, ibnl_msg(&n, IBCKPT_CMD_GET_VERSION, 0), on_version, &v,
+				ext, sizeof(ext));
+		ibnl_close(&n);
+	}
+	if (json) {
+		printf("{\"cli\":\"%s\",\"abi\":%u", IBCKPT_CLI_VERSION, IBCKPT_ABI_VERSION);
+		if (!err)
+			printf(",\"module\":\"%s\",\"module_abi\":%u", v.module, v.abi);
+		printf("}\n");
+	} else {
+		printf("ibckpt %s (ABI %u)\n", IBCKPT_CLI_VERSION, IBCKPT_ABI_VERSION);
+		if (!err)
+			printf("module ibckpt %s (ABI %u)\n", v.module, v.abi);
+		else
+			printf("module ibckpt not loaded\n");
+	}
+	if (!err && v.abi != IBCKPT_ABI_VERSION) {
+		fprintf(stderr, "ibckpt: the module speaks ABI %u, this CLI ABI %u\n", v.abi,
+			IBCKPT_ABI_VERSION);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	/* options stop at the command: its own options follow it */
+	while ((c = getopt_long(argc, argv, "+jVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'V':
+			return cmd_version();
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(argv[0], "status"))
+		return cmd_status(argc, argv);
+	if (!strcmp(argv[0], "version"))
+		return cmd_version();
+	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);
+	return 2;
+}
