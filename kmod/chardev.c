@@ -20,8 +20,9 @@
 
 #include "ibckpt.h"
 
+/* Registered processes, and the lock that protects the list (not the entries). */
 LIST_HEAD(ibckpt_procs);
-DEFINE_MUTEX(ibckpt_procs_lock);
+DEFINE_MUTEX(ibckpt_procs_lock);	/* protects ibckpt_procs */
 
 /**
  * struct ibckpt_file - one open /dev/ibckpt
@@ -32,7 +33,7 @@ DEFINE_MUTEX(ibckpt_procs_lock);
  *	release, when no other file operation can run
  */
 struct ibckpt_file {
-	struct mutex lock;
+	struct mutex lock;	/* serialises this file's ioctls */
 	struct pid *owner;
 	struct ibckpt_proc *proc;
 };

@@ -22,7 +22,7 @@
  * @wq: readers sleep here; woken on every post
  */
 struct ibckpt_evq {
-	spinlock_t lock;
+	spinlock_t lock;	/* protects ev, head, len */
 	struct ibckpt_event ev[IBCKPT_EVQ_LEN];
 	unsigned int head;
 	unsigned int len;

@@ -21,6 +21,7 @@
 #ifndef _UAPI_LINUX_IBCKPT_SNAPSHOT_H
 #define _UAPI_LINUX_IBCKPT_SNAPSHOT_H
 
+#include <linux/const.h>
 #include <linux/types.h>
 
 #define IBCKPT_SNAP_MAGIC	0x50414e53	/* "SNAP" in little-endian bytes */
@@ -54,7 +55,7 @@ struct ibckpt_snap_hdr {
 };
 
 /* The provider's quiesce bound was reached with work still in flight. */
-#define IBCKPT_SNAP_F_INCOMPLETE_DRAIN	(1u << 0)
+#define IBCKPT_SNAP_F_INCOMPLETE_DRAIN	_BITUL(0)
 
 /**
  * struct ibckpt_snap_rec - record header
