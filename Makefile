@@ -38,8 +38,10 @@ modules: kdir-check
 userspace:
 	@set -e; for d in $(subdir-targets); do $(MAKE) -C $$d; done
 
+# Kbuild's clean of M=$(CURDIR) would recurse into build/ (the unpacked test
+# kernel): clean the module's own directory only.
 clean:
-	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod clean
 	@for d in $(subdir-targets); do $(MAKE) -C $$d clean; done
 
 install: all

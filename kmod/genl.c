@@ -10,12 +10,22 @@
 #include <net/genetlink.h>
 
 #include "ibckpt.h"
+#include "session.h"
 
 static const struct nla_policy ibckpt_genl_policy[IBCKPT_A_MAX + 1] = {
 	[IBCKPT_A_VERSION] = { .type = NLA_NUL_STRING },
 	[IBCKPT_A_ABI] = { .type = NLA_U32 },
 	[IBCKPT_A_PROC] = { .type = NLA_NESTED },
+	[IBCKPT_A_PGID] = { .type = NLA_U32 },
+	[IBCKPT_A_TIMEOUT_MS] = { .type = NLA_U32 },
+	[IBCKPT_A_FLAGS] = { .type = NLA_U32 },
+	[IBCKPT_A_WATCHDOG_MS] = { .type = NLA_U32 },
+	[IBCKPT_A_SESSION_ID] = { .type = NLA_U64 },
+	[IBCKPT_A_SESSION] = { .type = NLA_REJECT },
+	[IBCKPT_A_THREAD] = { .type = NLA_REJECT },
 };
+
+#define IBCKPT_DEFAULT_TIMEOUT_MS 10000
 
 static struct genl_family ibckpt_genl_family;
 
@@ -100,6 +110,219 @@ static int ibckpt_nl_proc_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	return err && !skb->len ? err : skb->len;
 }
 
+/* Freezing and thawing other people's processes is checkpoint/restore work. */
+static int ibckpt_nl_check_perm(struct sk_buff *skb, struct genl_info *info)
+{
+	if (netlink_ns_capable(skb, &init_user_ns, CAP_CHECKPOINT_RESTORE) ||
+	    netlink_ns_capable(skb, &init_user_ns, CAP_SYS_ADMIN))
+		return 0;
+	GENL_SET_ERR_MSG(info, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
+	return -EPERM;
+}
+
+/* @why is always a string literal of session.c/state.c: static storage. */
+static void ibckpt_nl_why(struct genl_info *info, const char *why)
+{
+	if (why && info->extack)
+		info->extack->_msg = why;
+}
+
+static u32 ibckpt_nl_u32(struct genl_info *info, int attr, u32 def)
+{
+	return info->attrs[attr] ? nla_get_u32(info->attrs[attr]) : def;
+}
+
+static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
+{
+	const char *why = NULL;
+	struct sk_buff *msg;
+	void *hdr;
+	u64 id;
+	int ret;
+
+	ret = ibckpt_nl_check_perm(skb, info);
+	if (ret)
+		return ret;
+	if (GENL_REQ_ATTR_CHECK(info, IBCKPT_A_PGID))
+		return -EINVAL;
+	ret = ibckpt_session_freeze(nla_get_u32(info->attrs[IBCKPT_A_PGID]),
+				    ibckpt_nl_u32(info, IBCKPT_A_TIMEOUT_MS,
+						  IBCKPT_DEFAULT_TIMEOUT_MS),
+				    ibckpt_nl_u32(info, IBCKPT_A_FLAGS, 0),
+				    ibckpt_nl_u32(info, IBCKPT_A_WATCHDOG_MS, 0),
+				    info->snd_portid, &id, &why);
+	if (ret) {
+		ibckpt_nl_why(info, why);
+		return ret;
+	}
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;	/* the session exists: status shows it */
+	hdr = genlmsg_put_reply(msg, info, &ibckpt_genl_family, 0, IBCKPT_CMD_FREEZE);
+	if (!hdr || nla_put_u64_64bit(msg, IBCKPT_A_SESSION_ID, id, IBCKPT_A_PAD)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
+{
+	const char *why = NULL;
+	int ret;
+
+	ret = ibckpt_nl_check_perm(skb, info);
+	if (ret)
+		return ret;
+	if (GENL_REQ_ATTR_CHECK(info, IBCKPT_A_PGID))
+		return -EINVAL;
+	ret = ibckpt_session_thaw(nla_get_u32(info->attrs[IBCKPT_A_PGID]), &why);
+	if (ret)
+		ibckpt_nl_why(info, why);
+	return ret;
+}
+
+static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *cb,
+				  struct ibckpt_session *s, u32 pgid)
+{
+	struct ibckpt_tally t;
+	struct nlattr *nest;
+	u32 state;
+	void *hdr;
+
+	spin_lock(&s->lock);
+	t = s->tally;
+	state = s->state;
+	spin_unlock(&s->lock);
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_SESSION_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, IBCKPT_A_SESSION);
+	if (!nest ||
+	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_ID, s->id, IBCKPT_SESSION_A_PAD) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_PGID, pgid) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_STATE, state) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_FLAGS, s->flags) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_THREADS, t.threads) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_PARKED, t.parked) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_PENDING, t.pending) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_EXITED, t.exited) ||
+	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_FREEZE_NS, READ_ONCE(s->freeze_ns),
+			      IBCKPT_SESSION_A_PAD)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* The optional IBCKPT_A_PGID filter of a dump, in the requester's namespace. */
+static u32 ibckpt_nl_dump_pgid(struct netlink_callback *cb)
+{
+	struct nlattr **attrs = genl_dumpit_info(cb)->attrs;
+
+	return attrs[IBCKPT_A_PGID] ? nla_get_u32(attrs[IBCKPT_A_PGID]) : 0;
+}
+
+/* cb->args[0]: sessions already emitted. */
+static int ibckpt_nl_session_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	u32 want = ibckpt_nl_dump_pgid(cb), pgid;
+	struct ibckpt_session *s;
+	long i = 0;
+	int err = 0;
+
+	mutex_lock(&ibckpt_sessions_lock);
+	list_for_each_entry(s, &ibckpt_sessions, node) {
+		pgid = pid_nr_ns(s->pgrp, ns);
+		if (!pgid || (want && pgid != want))
+			continue;
+		if (i++ < cb->args[0])
+			continue;
+		err = ibckpt_nl_fill_session(skb, cb, s, pgid);
+		if (err)
+			break;
+		cb->args[0] = i;
+	}
+	mutex_unlock(&ibckpt_sessions_lock);
+	return err && !skb->len ? err : skb->len;
+}
+
+static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *cb,
+				 struct ibckpt_thread *thr, struct pid_namespace *ns)
+{
+	struct task_struct *task;
+	struct nlattr *nest;
+	pid_t tgid = 0;
+	void *hdr;
+
+	rcu_read_lock();
+	task = pid_task(thr->pid, PIDTYPE_PID);
+	if (task)
+		tgid = task_tgid_nr_ns(task, ns);
+	rcu_read_unlock();
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_THREAD_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, IBCKPT_A_THREAD);
+	if (!nest ||
+	    nla_put_u32(skb, IBCKPT_THREAD_A_TID, pid_nr_ns(thr->pid, ns)) ||
+	    nla_put_u32(skb, IBCKPT_THREAD_A_TGID, tgid) ||
+	    nla_put_u32(skb, IBCKPT_THREAD_A_STATE, thr->state) ||
+	    nla_put_u64_64bit(skb, IBCKPT_THREAD_A_USER_IP, thr->user_ip,
+			      IBCKPT_THREAD_A_PAD) ||
+	    nla_put_u32(skb, IBCKPT_THREAD_A_SYSCALL, thr->syscall)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* cb->args[0]: threads already emitted. */
+static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	u32 pgid = ibckpt_nl_dump_pgid(cb);
+	struct ibckpt_session *s;
+	struct ibckpt_thread *thr;
+	struct pid *pgrp;
+	long i = 0;
+	int err = 0;
+
+	if (!pgid)
+		return -EINVAL;
+	rcu_read_lock();
+	pgrp = get_pid(find_vpid(pgid));
+	rcu_read_unlock();
+	mutex_lock(&ibckpt_sessions_lock);
+	s = pgrp ? ibckpt_session_find(pgrp) : NULL;
+	if (!s) {
+		err = -ENOENT;
+		goto out;
+	}
+	spin_lock(&s->lock);
+	list_for_each_entry(thr, &s->threads, node) {
+		if (i++ < cb->args[0])
+			continue;
+		err = ibckpt_nl_fill_thread(skb, cb, thr, ns);
+		if (err)
+			break;
+		cb->args[0] = i;
+	}
+	spin_unlock(&s->lock);
+out:
+	mutex_unlock(&ibckpt_sessions_lock);
+	put_pid(pgrp);
+	return err && !skb->len ? err : skb->len;
+}
+
 static const struct genl_ops ibckpt_genl_ops[] = {
 	{
 		.cmd = IBCKPT_CMD_GET_VERSION,
@@ -108,6 +331,22 @@ static const struct genl_ops ibckpt_genl_ops[] = {
 	{
 		.cmd = IBCKPT_CMD_PROC_GET,
 		.dumpit = ibckpt_nl_proc_dump,
+	},
+	{
+		.cmd = IBCKPT_CMD_FREEZE,
+		.doit = ibckpt_nl_freeze,
+	},
+	{
+		.cmd = IBCKPT_CMD_THAW,
+		.doit = ibckpt_nl_thaw,
+	},
+	{
+		.cmd = IBCKPT_CMD_SESSION_GET,
+		.dumpit = ibckpt_nl_session_dump,
+	},
+	{
+		.cmd = IBCKPT_CMD_THREAD_GET,
+		.dumpit = ibckpt_nl_thread_dump,
 	},
 };
 
@@ -121,7 +360,6 @@ static struct genl_family ibckpt_genl_family __ro_after_init = {
 	.module = THIS_MODULE,
 	.ops = ibckpt_genl_ops,
 	.n_ops = ARRAY_SIZE(ibckpt_genl_ops),
-	.resv_start_op = IBCKPT_CMD_MAX + 1,
 };
 
 /**

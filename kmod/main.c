@@ -8,25 +8,35 @@
 #include <linux/module.h>
 
 #include "ibckpt.h"
+#include "session.h"
 
 static int __init ibckpt_init(void)
 {
 	int ret;
 
-	ret = ibckpt_chardev_init();
+	ret = ibckpt_sessions_init();
 	if (ret)
 		return ret;
+	ret = ibckpt_chardev_init();
+	if (ret)
+		goto err_sessions;
 	ret = ibckpt_genl_init();
-	if (ret) {
-		ibckpt_chardev_exit();
-		return ret;
-	}
+	if (ret)
+		goto err_chardev;
 	return 0;
+
+err_chardev:
+	ibckpt_chardev_exit();
+err_sessions:
+	ibckpt_sessions_exit();
+	return ret;
 }
 
+/* No new request can arrive once the family is gone; then thaw everything. */
 static void __exit ibckpt_exit(void)
 {
 	ibckpt_genl_exit();
+	ibckpt_sessions_exit();
 	ibckpt_chardev_exit();
 }
 

@@ -24,7 +24,12 @@ static void usage(FILE *f)
 		"usage: ibckpt [-j] COMMAND [ARGS]\n"
 		"       ibckpt -V | --version\n"
 		"commands:\n"
-		"  status [PGID]        registered processes (and freeze sessions)\n"
+		"  status [PGID]        freeze sessions, their threads, registered processes\n"
+		"  freeze [--timeout MS] [--persist SECS] PGID\n"
+		"                       park every application thread of process group PGID;\n"
+		"                       holds the freeze until interrupted or thawed, or with\n"
+		"                       --persist returns and thaws by itself after SECS\n"
+		"  thaw PGID            release process group PGID\n"
 		"options:\n"
 		"  -j, --json           JSON output\n"
 		"  -h, --help           this text\n");
@@ -32,8 +37,10 @@ static void usage(FILE *f)
 
 int cli_fail(int err, const char *what, const char *extack)
 {
-	fprintf(stderr, "ibckpt: %s: %s%s%s\n", what, strerror(-err),
-		extack && *extack ? ": " : "", extack ? extack : "");
+	if (extack && *extack)
+		fprintf(stderr, "ibckpt: %s: %s (%s)\n", what, extack, strerror(-err));
+	else
+		fprintf(stderr, "ibckpt: %s: %s\n", what, strerror(-err));
 	return 1;
 }
 
@@ -119,6 +126,10 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (!strcmp(argv[0], "status"))
 		return cmd_status(argc, argv);
+	if (!strcmp(argv[0], "freeze"))
+		return cmd_freeze(argc, argv);
+	if (!strcmp(argv[0], "thaw"))
+		return cmd_thaw(argc, argv);
 	if (!strcmp(argv[0], "version"))
 		return cmd_version();
 	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);

@@ -16,8 +16,9 @@
 #ifndef _UAPI_LINUX_IBCKPT_H
 #define _UAPI_LINUX_IBCKPT_H
 
-#include <linux/types.h>
+#include <linux/const.h>
 #include <linux/ioctl.h>
+#include <linux/types.h>
 
 #define IBCKPT_ABI_VERSION	1
 
@@ -99,15 +100,36 @@ struct ibckpt_quiesced {
  * @IBCKPT_CMD_GET_VERSION: reply carries IBCKPT_A_VERSION, IBCKPT_A_ABI
  * @IBCKPT_CMD_PROC_GET: dump of processes registered through /dev/ibckpt
  *	(one IBCKPT_A_PROC nest per message)
+ * @IBCKPT_CMD_FREEZE: start freezing process group IBCKPT_A_PGID (in the
+ *	requester's pid namespace), giving up after IBCKPT_A_TIMEOUT_MS;
+ *	IBCKPT_A_FLAGS: IBCKPT_FREEZE_F_*. Returns at once with the session
+ *	(IBCKPT_A_SESSION_ID); the group is frozen when SESSION_GET says
+ *	IBCKPT_STATE_FROZEN. Needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN.
+ *	Without IBCKPT_FREEZE_F_PERSIST the freeze is owned by the requesting
+ *	netlink socket: when it is closed, the group thaws.
+ * @IBCKPT_CMD_THAW: release process group IBCKPT_A_PGID. Same privilege.
+ * @IBCKPT_CMD_SESSION_GET: dump of freeze sessions (IBCKPT_A_SESSION nest),
+ *	only the one of IBCKPT_A_PGID if given
+ * @IBCKPT_CMD_THREAD_GET: dump of the threads of IBCKPT_A_PGID's session
+ *	(one IBCKPT_A_THREAD nest per message)
  */
 enum ibckpt_cmd {
 	IBCKPT_CMD_UNSPEC,
 	IBCKPT_CMD_GET_VERSION,
 	IBCKPT_CMD_PROC_GET,
+	IBCKPT_CMD_FREEZE,
+	IBCKPT_CMD_THAW,
+	IBCKPT_CMD_SESSION_GET,
+	IBCKPT_CMD_THREAD_GET,
 
 	__IBCKPT_CMD_MAX,
 	IBCKPT_CMD_MAX = __IBCKPT_CMD_MAX - 1
 };
+
+#define IBCKPT_FREEZE_F_PERSIST		_BITUL(0)	/* not owned by the socket */
+#define IBCKPT_FREEZE_F_ALL		IBCKPT_FREEZE_F_PERSIST
+#define IBCKPT_FREEZE_TIMEOUT_MAX_MS	600000u
+#define IBCKPT_WATCHDOG_MAX_MS		(7u * 24 * 3600 * 1000)
 
 /**
  * enum ibckpt_attr - top-level attributes
@@ -120,6 +142,14 @@ enum ibckpt_attr {
 	IBCKPT_A_VERSION,
 	IBCKPT_A_ABI,
 	IBCKPT_A_PROC,
+	IBCKPT_A_PGID,			/* u32 */
+	IBCKPT_A_TIMEOUT_MS,		/* u32: FREEZE gives up after this */
+	IBCKPT_A_FLAGS,			/* u32: IBCKPT_FREEZE_F_* */
+	IBCKPT_A_WATCHDOG_MS,		/* u32: PERSIST: thaw after this */
+	IBCKPT_A_SESSION_ID,		/* u64 */
+	IBCKPT_A_SESSION,		/* nest: enum ibckpt_session_attr */
+	IBCKPT_A_THREAD,		/* nest: enum ibckpt_thread_attr */
+	IBCKPT_A_PAD,
 
 	__IBCKPT_A_MAX,
 	IBCKPT_A_MAX = __IBCKPT_A_MAX - 1
@@ -140,6 +170,65 @@ enum ibckpt_proc_attr {
 
 	__IBCKPT_PROC_A_MAX,
 	IBCKPT_PROC_A_MAX = __IBCKPT_PROC_A_MAX - 1
+};
+
+/**
+ * enum ibckpt_state - state of a freeze session
+ * @IBCKPT_STATE_FREEZING: threads are being parked
+ * @IBCKPT_STATE_FROZEN: every application thread is parked (or has exited)
+ * @IBCKPT_STATE_THAWING: threads are being released
+ * @IBCKPT_STATE_ABORTED: the freeze timed out; every thread was released
+ */
+enum ibckpt_state {
+	IBCKPT_STATE_FREEZING = 1,
+	IBCKPT_STATE_FROZEN,
+	IBCKPT_STATE_THAWING,
+	IBCKPT_STATE_ABORTED,
+};
+
+enum ibckpt_session_attr {
+	IBCKPT_SESSION_A_UNSPEC,
+	IBCKPT_SESSION_A_ID,		/* u64 */
+	IBCKPT_SESSION_A_PGID,		/* u32 */
+	IBCKPT_SESSION_A_STATE,		/* u32: enum ibckpt_state */
+	IBCKPT_SESSION_A_FLAGS,		/* u32: IBCKPT_FREEZE_F_* */
+	IBCKPT_SESSION_A_THREADS,	/* u32: application threads tracked */
+	IBCKPT_SESSION_A_PARKED,	/* u32 */
+	IBCKPT_SESSION_A_PENDING,	/* u32: asked to park, not parked yet */
+	IBCKPT_SESSION_A_EXITED,	/* u32 */
+	IBCKPT_SESSION_A_FREEZE_NS,	/* u64: request to FROZEN */
+	IBCKPT_SESSION_A_PAD,
+
+	__IBCKPT_SESSION_A_MAX,
+	IBCKPT_SESSION_A_MAX = __IBCKPT_SESSION_A_MAX - 1
+};
+
+/**
+ * enum ibckpt_thread_state - one application thread in a session
+ * @IBCKPT_THREAD_PENDING: asked to park, has not reached a safe point yet
+ *	(e.g. in an uninterruptible sleep)
+ * @IBCKPT_THREAD_PARKED: parked at its return to user space
+ * @IBCKPT_THREAD_RUNNING: released
+ * @IBCKPT_THREAD_EXITED: exited (or was killed) during the session
+ */
+enum ibckpt_thread_state {
+	IBCKPT_THREAD_PENDING = 1,
+	IBCKPT_THREAD_PARKED,
+	IBCKPT_THREAD_RUNNING,
+	IBCKPT_THREAD_EXITED,
+};
+
+enum ibckpt_thread_attr {
+	IBCKPT_THREAD_A_UNSPEC,
+	IBCKPT_THREAD_A_TID,		/* u32 */
+	IBCKPT_THREAD_A_TGID,		/* u32 */
+	IBCKPT_THREAD_A_STATE,		/* u32: enum ibckpt_thread_state */
+	IBCKPT_THREAD_A_USER_IP,	/* u64: where it will resume */
+	IBCKPT_THREAD_A_SYSCALL,	/* u32: syscall it was in + 1, 0 = none */
+	IBCKPT_THREAD_A_PAD,
+
+	__IBCKPT_THREAD_A_MAX,
+	IBCKPT_THREAD_A_MAX = __IBCKPT_THREAD_A_MAX - 1
 };
 
 #endif /* _UAPI_LINUX_IBCKPT_H */

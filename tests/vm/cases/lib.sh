@@ -53,3 +53,29 @@ traffic_expect_ops() {
 		jq '.sends + .writes + .reads + .atomics + .ud')
 	[ -n "$n" ] && [ "$n" -ge "$1" ] || fail "client completed ${n:-no} operations, expected >= $1"
 }
+
+# tests/freeze/workload: threads with progress counters, in their own group.
+WORKLOAD=tests/freeze/bin/workload
+wl_start() {
+	WL_FILE=$T/wl.$RANDOM
+	setsid "$WORKLOAD" "$1" "$WL_FILE" "${@:2}" > "$T/wl.out" 2> "$T/wl.err" &
+	WL_PID=$!
+	local i
+	for i in $(seq 100); do
+		[ -s "$WL_FILE" ] && [ "$("$WORKLOAD" snap "$WL_FILE" | wc -w)" -gt 1 ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+}
+wl_snap() { "$WORKLOAD" snap "$WL_FILE"; }
+# every counter of snapshot $2 is above the one of $1; errors stayed 0
+wl_all_moved() {
+	local a=($1) b=($2) i
+	[ "${b[0]}" = 0 ] || fail "workload reported ${b[0]} errors: $(cat "$T/wl.err")"
+	for ((i = 1; i < ${#b[@]}; i++)); do
+		[ "${b[i]}" -gt "${a[i]:-0}" ] || fail "thread $((i - 1)) made no progress ($1 -> $2)"
+	done
+}
+wl_none_moved() {
+	[ "$1" = "$2" ] || fail "counters moved while frozen: $1 -> $2"
+}

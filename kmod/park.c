@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Parking a thread: a task_work queued with TWA_SIGNAL runs in the thread's
+ * own context at its next return to user space (a blocked interruptible
+ * system call is interrupted for it, and restarted afterwards by the signal
+ * code as if nothing happened). There, holding no kernel lock, the thread
+ * sleeps until its session releases it.
+ *
+ * The sleep is killable (SIGKILL still kills a frozen process), does not
+ * count as load, and is freezable (suspend and hibernation are not blocked).
+ *
+ * A queued task_work cannot be withdrawn by a module, so a work outlives any
+ * decision to stop freezing: the callback checks the session first, and the
+ * module waits for every queued work to have run before it goes away.
+ */
+#include <linux/freezer.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
+#include <linux/slab.h>
+#include <linux/task_work.h>
+#include <asm/syscall.h>
+
+#include "session.h"
+
+/**
+ * struct ibckpt_park - one queued park request
+ * @cb: the task_work
+ * @sess: its session (a reference is held)
+ * @thr: the thread's entry in the session
+ */
+struct ibckpt_park {
+	struct callback_head cb;
+	struct ibckpt_session *sess;
+	struct ibckpt_thread *thr;
+};
+
+/* Park works queued and not yet finished; module exit waits for zero. */
+static atomic_t ibckpt_parks = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(ibckpt_parks_wq);
+
+static void ibckpt_thread_set(struct ibckpt_session *s, struct ibckpt_thread *thr,
+			      enum ibckpt_thread_state st)
+{
+	ibckpt_tally_move(&s->tally, thr->state, st);
+	thr->state = st;
+}
+
+static void ibckpt_park_fn(struct callback_head *cb)
+{
+	struct ibckpt_park *pk = container_of(cb, struct ibckpt_park, cb);
+	struct ibckpt_session *s = pk->sess;
+	struct ibckpt_thread *thr = pk->thr;
+	struct pt_regs *regs = task_pt_regs(current);
+	bool killed;
+
+	spin_lock(&s->lock);
+	/* exiting (the work runs from exit_task_work too), or already released */
+	if ((current->flags & PF_EXITING) || s->released) {
+		ibckpt_thread_set(s, thr, current->flags & PF_EXITING ?
+				  IBCKPT_THREAD_EXITED : IBCKPT_THREAD_RUNNING);
+		spin_unlock(&s->lock);
+		goto out;
+	}
+	thr->user_ip = instruction_pointer(regs);
+	thr->syscall = syscall_get_nr(current, regs) + 1;
+	ibckpt_thread_set(s, thr, IBCKPT_THREAD_PARKED);
+	spin_unlock(&s->lock);
+
+	___wait_event(s->park_wq, READ_ONCE(s->released) || fatal_signal_pending(current),
+		      (TASK_KILLABLE | TASK_NOLOAD | TASK_FREEZABLE), 0, 0, schedule());
+
+	killed = fatal_signal_pending(current);
+	spin_lock(&s->lock);
+	ibckpt_thread_set(s, thr, killed ? IBCKPT_THREAD_EXITED : IBCKPT_THREAD_RUNNING);
+	spin_unlock(&s->lock);
+	wake_up_all(&s->done_wq);
+out:
+	ibckpt_session_put(s);
+	kfree(pk);
+	if (atomic_dec_and_test(&ibckpt_parks))
+		wake_up_all(&ibckpt_parks_wq);
+}
+
+/**
+ * ibckpt_park_queue() - ask a thread to park in a session
+ * @s: the session
+ * @task: the thread
+ * @thr: its entry in @s, state PENDING
+ *
+ * Return: 0, -ESRCH if the thread is past the point where it runs task
+ * works (it is exiting), or -ENOMEM.
+ */
+int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
+		      struct ibckpt_thread *thr)
+{
+	struct ibckpt_park *pk;
+	int ret;
+
+	pk = kzalloc(sizeof(*pk), GFP_KERNEL);
+	if (!pk)
+		return -ENOMEM;
+	kref_get(&s->ref);
+	pk->sess = s;
+	pk->thr = thr;
+	init_task_work(&pk->cb, ibckpt_park_fn);
+	atomic_inc(&ibckpt_parks);
+	ret = task_work_add(task, &pk->cb, TWA_SIGNAL);
+	if (ret) {
+		ibckpt_session_put(s);
+		kfree(pk);
+		if (atomic_dec_and_test(&ibckpt_parks))
+			wake_up_all(&ibckpt_parks_wq);
+	}
+	return ret;
+}
+
+/**
+ * ibckpt_parks_wait_idle() - wait until every queued park work has run
+ *
+ * Called at module exit after every session was released: each work then
+ * returns at once, but only when its thread next heads for user space.
+ * synchronize_rcu_tasks() afterwards covers the last instructions of the
+ * callbacks, which run after the count dropped.
+ */
+void ibckpt_parks_wait_idle(void)
+{
+	wait_event(ibckpt_parks_wq, !atomic_read(&ibckpt_parks));
+	synchronize_rcu_tasks();
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The freeze session's bookkeeping, kept free of tasks and locks so that
+ * KUnit can test it anywhere (state_test.c).
+ */
+#ifndef IBCKPT_STATE_H
+#define IBCKPT_STATE_H
+
+#include <linux/types.h>
+
+#include "uapi/linux/ibckpt.h"
+
+/**
+ * struct ibckpt_tally - how many of a session's threads are in each state
+ * @threads: threads tracked (every state, running included)
+ * @pending: asked to park, not parked yet
+ * @parked: parked
+ * @exited: exited during the session
+ */
+struct ibckpt_tally {
+	u32 threads;
+	u32 pending;
+	u32 parked;
+	u32 exited;
+};
+
+void ibckpt_tally_add(struct ibckpt_tally *t, enum ibckpt_thread_state st);
+void ibckpt_tally_move(struct ibckpt_tally *t, enum ibckpt_thread_state from,
+		       enum ibckpt_thread_state to);
+
+enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, const struct ibckpt_tally *t,
+				  unsigned int new_threads, bool timed_out);
+
+int ibckpt_freeze_args_check(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
+			     const char **why);
+
+const char *ibckpt_state_name(enum ibckpt_state st);
+
+#endif /* IBCKPT_STATE_H */

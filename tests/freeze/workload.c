@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * workload: threads whose progress a test can watch from outside, for the
+ * freeze tests. Every thread counts its iterations in a shared file.
+ *
+ *   workload run FILE NBUSY    NBUSY spinning threads, plus one each sleeping
+ *                              in nanosleep, blocked in read(), in poll(), in
+ *                              FUTEX_WAIT, and a feeder that wakes the blocked
+ *                              ones every 10 ms. A blocked call that fails
+ *                              (EINTR included) counts as an error.
+ *   workload forker FILE       a thread that keeps creating short-lived
+ *                              threads and a loop that keeps forking children
+ *                              that exit at once
+ *   workload vfork FILE SECS   the main thread waits in vfork() (an
+ *                              uninterruptible wait) for SECS
+ *   workload snap FILE         print "errors c0 c1 c2 ..." once
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXT 300
+
+struct shared {
+	uint32_t nthreads;
+	uint32_t ready;
+	uint64_t errors;
+	uint64_t count[MAXT];
+	uint32_t futex_word;
+};
+
+static struct shared *sh;
+static int pa[2], pb[2];
+
+static struct shared *map(const char *path, int create)
+{
+	int fd = open(path, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0644);
+	void *p;
+
+	if (fd < 0 || (create && ftruncate(fd, sizeof(struct shared)))) {
+		perror(path);
+		exit(1);
+	}
+	p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	return p;
+}
+
+static void bad(const char *what)
+{
+	__atomic_add_fetch(&sh->errors, 1, __ATOMIC_RELAXED);
+	fprintf(stderr, "workload: %s: %s\n", what, strerror(errno));
+}
+
+static void tick(long i)
+{
+	__atomic_add_fetch(&sh->count[i], 1, __ATOMIC_RELAXED);
+}
+
+static void *busy(void *arg)
+{
+	for (;;)
+		tick((long)arg);
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (;;) {
+		if (nanosleep(&ts, NULL))
+			bad("nanosleep");
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	char c;
+
+	for (;;) {
+		if (read(pa[0], &c, 1) != 1)
+			bad("read");
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void *poller(void *arg)
+{
+	struct pollfd p = { .fd = pb[0], .events = POLLIN };
+	char c;
+
+	for (;;) {
+		if (poll(&p, 1, -1) != 1 || read(pb[0], &c, 1) != 1)
+			bad("poll");
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void *waiter(void *arg)
+{
+	uint32_t seen = 0;
+
+	for (;;) {
+		long r = syscall(SYS_futex, &sh->futex_word, FUTEX_WAIT, seen, NULL, NULL, 0);
+
+		if (r && errno != EAGAIN)
+			bad("futex");
+		seen = __atomic_load_n(&sh->futex_word, __ATOMIC_ACQUIRE);
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void *feeder(void *arg)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (;;) {
+		nanosleep(&ts, NULL);
+		if (write(pa[1], "x", 1) != 1 || write(pb[1], "y", 1) != 1)
+			bad("write");
+		__atomic_add_fetch(&sh->futex_word, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &sh->futex_word, FUTEX_WAKE, 1, NULL, NULL, 0);
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void start(void *(*fn)(void *), long i)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, (void *)i)) {
+		fprintf(stderr, "workload: pthread_create failed\n");
+		exit(1);
+	}
+}
+
+static void *ephemeral(void *arg)
+{
+	tick((long)arg);
+	return NULL;
+}
+
+static void *spawner(void *arg)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	pthread_t t;
+
+	for (;;) {
+		if (pthread_create(&t, NULL, ephemeral, (void *)2) || pthread_join(t, NULL))
+			bad("thread churn");
+		tick((long)arg);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long i, n;
+
+	if (argc == 3 && !strcmp(argv[1], "snap")) {
+		sh = map(argv[2], 0);
+		printf("%llu", (unsigned long long)sh->errors);
+		for (i = 0; i < (long)sh->nthreads; i++)
+			printf(" %llu", (unsigned long long)sh->count[i]);
+		printf("\n");
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "run")) {
+		sh = map(argv[2], 1);
+		n = atol(argv[3]);
+		if (n < 0 || n + 6 > MAXT || pipe(pa) || pipe(pb))
+			return 2;
+		sh->nthreads = (uint32_t)(n + 5);
+		for (i = 0; i < n; i++)
+			start(busy, i);
+		start(sleeper, n);
+		start(reader, n + 1);
+		start(poller, n + 2);
+		start(waiter, n + 3);
+		start(feeder, n + 4);
+		sh->ready = 1;
+		pause();
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "forker")) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		pid_t c;
+
+		sh = map(argv[2], 1);
+		sh->nthreads = 3;
+		start(spawner, 1);
+		sh->ready = 1;
+		for (;;) {
+			c = fork();
+			if (c == 0)
+				_exit(0);
+			if (c < 0 || waitpid(c, NULL, 0) != c)
+				bad("fork");
+			tick(0);
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (argc == 4 && !strcmp(argv[1], "vfork")) {
+		sh = map(argv[2], 1);
+		sh->nthreads = 1;
+		sh->ready = 1;
+		if (vfork() == 0) {
+			sleep((unsigned int)atoi(argv[3]));
+			_exit(0);
+		}
+		tick(0);
+		pause();
+		return 0;
+	}
+	fprintf(stderr, "usage: workload run FILE NBUSY | forker FILE | vfork FILE SECS | "
+		"snap FILE\n");
+	return 2;
+}

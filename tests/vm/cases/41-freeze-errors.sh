@@ -1,0 +1,33 @@
+#!/bin/bash
+# Bad requests get a clear error and a non-zero exit, and change nothing:
+# freezing twice, thawing a running group, unknown or malformed pgid, the
+# requester's own group, an unprivileged user, a bad option.
+. "$(dirname "$0")/lib.sh"
+wl_start run 1
+check() {	# check EXPECTED_STATUS PATTERN COMMAND...
+	local want=$1 pat=$2
+	shift 2
+	"$@" > "$T/o" 2> "$T/e"
+	local rc=$?
+	[ "$rc" = "$want" ] || fail "'$*': exit $rc, expected $want ($(cat "$T/e"))"
+	grep -q -- "$pat" "$T/e" || fail "'$*': message '$(cat "$T/e")' lacks '$pat'"
+}
+check 1 "not frozen" ibckpt thaw "$WL_PID"
+ibckpt freeze --persist 30 "$WL_PID" > /dev/null || fail "freeze"
+check 1 "already frozen" ibckpt freeze --persist 30 "$WL_PID"
+check 1 "no such process group" ibckpt freeze 999999
+check 1 "no such process group" ibckpt thaw 999999
+check 2 "not a process group id" ibckpt freeze abc
+check 2 "not a process group id" ibckpt thaw -5
+check 2 "--persist takes" ibckpt freeze --persist 0 "$WL_PID"
+check 2 "usage" ibckpt freeze
+check 1 "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups ibckpt thaw "$WL_PID"
+check 1 "own process group" setsid bash -c 'ibckpt freeze $(ps -o pgid= $$)'
+# none of that changed the freeze
+ibckpt status "$WL_PID" | grep -q "frozen, 7 threads: 7 parked" || fail "state changed"
+# reading status needs no privilege
+setpriv --reuid=65534 --regid=65534 --clear-groups ibckpt status > /dev/null || fail "status as nobody"
+ibckpt thaw "$WL_PID" > /dev/null || fail "thaw"
+kill -9 "$WL_PID"
+pass

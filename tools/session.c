@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Reading freeze sessions and their threads (SESSION_GET, THREAD_GET).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/ibckpt.h>
+#include "cli.h"
+
+const char *cli_state_name(unsigned int st)
+{
+	static const char *const n[] = {
+		[IBCKPT_STATE_FREEZING] = "freezing", [IBCKPT_STATE_FROZEN] = "frozen",
+		[IBCKPT_STATE_THAWING] = "thawing", [IBCKPT_STATE_ABORTED] = "aborted",
+	};
+
+	return st < sizeof(n) / sizeof(n[0]) && n[st] ? n[st] : "unknown";
+}
+
+const char *cli_thread_state_name(unsigned int st)
+{
+	static const char *const n[] = {
+		[IBCKPT_THREAD_PENDING] = "pending", [IBCKPT_THREAD_PARKED] = "parked",
+		[IBCKPT_THREAD_RUNNING] = "running", [IBCKPT_THREAD_EXITED] = "exited",
+	};
+
+	return st < sizeof(n) / sizeof(n[0]) && n[st] ? n[st] : "unknown";
+}
+
+static uint32_t u32_or0(struct nlattr **a, int i)
+{
+	return a[i] ? nla_get_u32(a[i]) : 0;
+}
+
+static int on_session(struct nlattr **a, void *arg)
+{
+	struct cli_sessions *l = arg;
+	struct nlattr *s[IBCKPT_SESSION_A_MAX + 1];
+	struct cli_session *v;
+
+	if (!a[IBCKPT_A_SESSION] ||
+	    nla_parse_nested(s, IBCKPT_SESSION_A_MAX, a[IBCKPT_A_SESSION], NULL) ||
+	    !s[IBCKPT_SESSION_A_ID] || !s[IBCKPT_SESSION_A_PGID] || !s[IBCKPT_SESSION_A_STATE])
+		return -EBADMSG;
+	v = realloc(l->v, sizeof(*v) * (l->n + 1));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	v = &l->v[l->n++];
+	v->id = nla_get_u64(s[IBCKPT_SESSION_A_ID]);
+	v->pgid = nla_get_u32(s[IBCKPT_SESSION_A_PGID]);
+	v->state = nla_get_u32(s[IBCKPT_SESSION_A_STATE]);
+	v->flags = u32_or0(s, IBCKPT_SESSION_A_FLAGS);
+	v->threads = u32_or0(s, IBCKPT_SESSION_A_THREADS);
+	v->parked = u32_or0(s, IBCKPT_SESSION_A_PARKED);
+	v->pending = u32_or0(s, IBCKPT_SESSION_A_PENDING);
+	v->exited = u32_or0(s, IBCKPT_SESSION_A_EXITED);
+	v->freeze_ns = s[IBCKPT_SESSION_A_FREEZE_NS] ?
+		       nla_get_u64(s[IBCKPT_SESSION_A_FREEZE_NS]) : 0;
+	return 0;
+}
+
+int cli_get_sessions(struct ibnl *n, unsigned int pgid, struct cli_sessions *l,
+		     char *ext, size_t extlen)
+{
+	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_SESSION_GET, NLM_F_DUMP);
+
+	memset(l, 0, sizeof(*l));
+	if (m && pgid && nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
+		nlmsg_free(m);
+		return -ENOMEM;
+	}
+	return ibnl_call(n, m, on_session, l, ext, extlen);
+}
+
+static int on_thread(struct nlattr **a, void *arg)
+{
+	struct cli_threads *l = arg;
+	struct nlattr *t[IBCKPT_THREAD_A_MAX + 1];
+	struct cli_thread *v;
+
+	if (!a[IBCKPT_A_THREAD] ||
+	    nla_parse_nested(t, IBCKPT_THREAD_A_MAX, a[IBCKPT_A_THREAD], NULL) ||
+	    !t[IBCKPT_THREAD_A_TID] || !t[IBCKPT_THREAD_A_STATE])
+		return -EBADMSG;
+	v = realloc(l->v, sizeof(*v) * (l->n + 1));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	v = &l->v[l->n++];
+	v->tid = nla_get_u32(t[IBCKPT_THREAD_A_TID]);
+	v->tgid = u32_or0(t, IBCKPT_THREAD_A_TGID);
+	v->state = nla_get_u32(t[IBCKPT_THREAD_A_STATE]);
+	v->ip = t[IBCKPT_THREAD_A_USER_IP] ? nla_get_u64(t[IBCKPT_THREAD_A_USER_IP]) : 0;
+	v->syscall = (int)u32_or0(t, IBCKPT_THREAD_A_SYSCALL) - 1;
+	return 0;
+}
+
+int cli_get_threads(struct ibnl *n, unsigned int pgid, struct cli_threads *l,
+		    char *ext, size_t extlen)
+{
+	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THREAD_GET, NLM_F_DUMP);
+
+	memset(l, 0, sizeof(*l));
+	if (m && nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
+		nlmsg_free(m);
+		return -ENOMEM;
+	}
+	return ibnl_call(n, m, on_thread, l, ext, extlen);
+}
