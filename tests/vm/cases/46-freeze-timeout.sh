@@ -1,0 +1,28 @@
+#!/bin/bash
+# A thread that cannot reach a safe point (the parent of a vfork, waiting
+# uninterruptibly) makes the freeze time out: a clear error naming it, exit 1,
+# and the group is left running as it was. A persistent freeze's watchdog
+# thaws the group by itself.
+. "$(dirname "$0")/lib.sh"
+wl_start vfork 4
+ibckpt freeze --timeout 500 "$WL_PID" > "$T/o" 2> "$T/e"
+expect_eq 1 $? "exit status of a timed-out freeze"
+cat "$T/e"
+grep -q "not every thread parked within 500 ms; the group was left running" "$T/e" || fail "message"
+grep -q "thread $WL_PID (process $WL_PID) never parked" "$T/e" || fail "straggler not named"
+ibckpt status "$WL_PID" | grep -q 'no process group frozen' || fail "aborted session left behind"
+sleep 4	# the vfork child exits, the parent runs again
+b=$(wl_snap)
+[ "$(echo "$b" | cut -d' ' -f2)" -ge 1 ] || fail "the parent never resumed"
+kill -9 -- "-$WL_PID"
+
+wl_start run 1
+ibckpt freeze --persist 2 "$WL_PID" > /dev/null || fail "persistent freeze"
+a=$(wl_snap); sleep 1; b=$(wl_snap)
+wl_none_moved "$a" "$b"
+sleep 2
+c=$(wl_snap)
+wl_all_moved "$b" "$c"
+dmesg | grep -q "watchdog expired, thawing" || fail "no watchdog message"
+kill -9 "$WL_PID"
+pass

@@ -1,0 +1,25 @@
+#!/bin/bash
+# 100 freeze/thaw cycles in a row: every one freezes and thaws, and the
+# kernel's allocations and the module's references are where they started.
+. "$(dirname "$0")/lib.sh"
+wl_start run 4
+slab() { awk '/^kmalloc-(32|64|96|128|192|256|512|1k) / {s += $2} END {print s}' /proc/slabinfo; }
+pids() { grep -c . /proc/slabinfo >/dev/null; awk '/^pid / {print $2}' /proc/slabinfo; }
+for i in $(seq 5); do ibckpt freeze --persist 60 "$WL_PID" > /dev/null; ibckpt thaw "$WL_PID" > /dev/null; done
+sync; echo 3 > /proc/sys/vm/drop_caches
+s0=$(slab); p0=$(pids)
+for i in $(seq 100); do
+	ibckpt freeze --persist 60 "$WL_PID" > "$T/f" || fail "freeze #$i: $(cat "$T/f")"
+	grep -q "frozen: 10 threads parked" "$T/f" || fail "cycle $i: $(cat "$T/f")"
+	ibckpt thaw "$WL_PID" > /dev/null || fail "thaw #$i"
+done
+sync; echo 3 > /proc/sys/vm/drop_caches
+s1=$(slab); p1=$(pids)
+echo "kmalloc objects $s0 -> $s1, pid objects $p0 -> $p1"
+[ $((s1 - s0)) -lt 500 ] || fail "100 cycles left $((s1 - s0)) kmalloc objects behind"
+[ $((p1 - p0)) -lt 20 ] || fail "100 cycles left $((p1 - p0)) pids behind"
+expect_eq 0 "$(cat /sys/module/ibckpt/refcnt)" "module refcount"
+a=$(wl_snap); sleep 0.3; b=$(wl_snap)
+wl_all_moved "$a" "$b"
+kill -9 "$WL_PID"
+pass
