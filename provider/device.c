@@ -6,9 +6,9 @@
  * RDMAV_DRIVERS=ibckpt our ops head its driver list. They claim every driver
  * id in the first matching pass (match table), and match_device() decides.
  *
- * At this stage the provider declines every device, leaving it to its vendor
- * provider: what loads, checks its ABI and is consulted for each device is in
- * place; stacking over the vendor (shadow objects, virtual IDs) comes next.
+ * When it claims a device, it allocates the vendor's device inside its own
+ * (vendor.c finds the vendor) and every context it opens stacks on a context
+ * of the vendor's (context.c).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/ib_user_ioctl_verbs.h>
-#include "rdma_core_abi.h"
+#include "ibckpt.h"
 
-static bool debug;
+bool ibckpt_debug;
 
 /*
  * The rdma-core release of the libibverbs we were loaded into: its file is
@@ -49,25 +49,93 @@ static int ibckpt_abi_check(void)
 	return 0;
 }
 
+/*
+ * Claim the device when a vendor provider for it is loaded and would take it
+ * itself; otherwise leave it to libibverbs' next candidates, which end with
+ * the vendor (the application then runs without ibckpt, as it would without
+ * us installed).
+ */
 static bool ibckpt_match_device(struct verbs_sysfs_dev *sysfs_dev)
 {
-	(void)sysfs_dev;
-	if (getenv("IBCKPT_DISABLE"))
+	const struct verbs_match_ent *vmatch, *ours = sysfs_dev->match;
+	const struct verbs_device_ops *vendor;
+	bool ok;
+
+	if (getenv("IBCKPT_DISABLE")) {
+		ibckpt_dbg("%s: IBCKPT_DISABLE set, left to its vendor provider",
+			   sysfs_dev->ibdev_name);
 		return false;
-	if (debug)
-		fprintf(stderr, "ibckpt: device left to its vendor provider\n");
-	return false;
+	}
+	vendor = ibckpt_vendor_find(sysfs_dev->driver_id, &vmatch);
+	if (!vendor) {
+		fprintf(stderr, "ibckpt: %s: no loaded provider claims kernel driver id %u; "
+			"device not stacked\n", sysfs_dev->ibdev_name, sysfs_dev->driver_id);
+		return false;
+	}
+	if (sysfs_dev->abi_ver < vendor->match_min_abi_version ||
+	    sysfs_dev->abi_ver > vendor->match_max_abi_version) {
+		fprintf(stderr, "ibckpt: %s: uverbs ABI %u outside provider %s's %u..%u; "
+			"device not stacked\n", sysfs_dev->ibdev_name, sysfs_dev->abi_ver,
+			vendor->name, vendor->match_min_abi_version,
+			vendor->match_max_abi_version);
+		return false;
+	}
+	/* The vendor decides as if libibverbs had matched it directly. */
+	sysfs_dev->match = vmatch;
+	ok = !vendor->match_device || vendor->match_device(sysfs_dev);
+	if (!ok) {
+		sysfs_dev->match = ours;
+		ibckpt_dbg("%s: provider %s declines it", sysfs_dev->ibdev_name, vendor->name);
+		return false;
+	}
+	return true;
 }
 
+/*
+ * Our device, and inside it the vendor's, allocated by the vendor as if
+ * libibverbs had matched it; its ibv_device fields are filled from ours once
+ * libibverbs has filled those (ibckpt_device_real()).
+ */
 static struct verbs_device *ibckpt_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 {
-	(void)sysfs_dev;
-	return NULL;	/* never reached: ibckpt_match_device() declines */
+	const struct verbs_match_ent *vmatch;
+	const struct verbs_device_ops *vendor;
+	struct ibckpt_device *dev;
+
+	/* Same answer as in ibckpt_match_device(), just called. */
+	vendor = ibckpt_vendor_find(sysfs_dev->driver_id, &vmatch);
+	if (!vendor)
+		return NULL;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	dev->vendor = vendor;
+	dev->vendor_match = sysfs_dev->match;
+	dev->driver_id = sysfs_dev->driver_id;
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->real = vendor->alloc_device(sysfs_dev);
+	if (!dev->real) {
+		fprintf(stderr, "ibckpt: %s: provider %s could not allocate the device\n",
+			sysfs_dev->ibdev_name, vendor->name);
+		free(dev);
+		return NULL;
+	}
+	dev->real->ops = vendor;
+	atomic_init(&dev->real->refcount, 1);	/* ours, dropped in uninit */
+	dev->real->sysfs = sysfs_dev;
+	ibckpt_dbg("%s: stacked on provider %s", sysfs_dev->ibdev_name, vendor->name);
+	return &dev->vdev;
 }
 
 static void ibckpt_uninit_device(struct verbs_device *vdev)
 {
-	(void)vdev;
+	struct ibckpt_device *dev = to_idev(&vdev->device);
+
+	/* libibverbs freed the shared sysfs_dev already; the vendor does not use it here. */
+	dev->real->sysfs = NULL;
+	dev->vendor->uninit_device(dev->real);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
 }
 
 /* Every driver id the kernel defines, so that the first pass tries us first. */
@@ -79,15 +147,49 @@ static const struct verbs_device_ops ibckpt_dev_ops = {
 	.match_max_abi_version = INT_MAX,
 	.match_table = ibckpt_match_table,
 	.match_device = ibckpt_match_device,
+	.alloc_context = ibckpt_alloc_context,
 	.alloc_device = ibckpt_alloc_device,
 	.uninit_device = ibckpt_uninit_device,
 };
+
+/*
+ * libibverbs tries providers in load order, and only RDMAV_DRIVERS (or
+ * IBV_DRIVERS) fixes an order: the files of /etc/libibverbs.d are read in
+ * readdir() order. Loaded from there alone we would stack on some runs and
+ * not on others, so we register only when named in RDMAV_DRIVERS ("ibckpt",
+ * or a path ending in "libibckpt"), which libibverbs loads first.
+ */
+static bool ibckpt_named_first(void)
+{
+	const char *env = getenv("RDMAV_DRIVERS");
+	char *list, *tok, *save = NULL;
+	bool named = false;
+
+	if (!env)
+		env = getenv("IBV_DRIVERS");
+	if (!env)
+		return false;
+	list = strdup(env);
+	if (!list)
+		return false;
+	for (tok = strtok_r(list, ":", &save); tok && !named; tok = strtok_r(NULL, ":", &save)) {
+		const char *base = strrchr(tok, '/');
+
+		named = !strcmp(tok, "ibckpt") || (base && !strcmp(base + 1, "libibckpt"));
+	}
+	free(list);
+	return named;
+}
 
 static void __attribute__((constructor)) ibckpt_register(void)
 {
 	int id;
 
-	debug = getenv("IBCKPT_DEBUG") != NULL;
+	ibckpt_debug = getenv("IBCKPT_DEBUG") != NULL;
+	if (!ibckpt_named_first()) {
+		ibckpt_dbg("not named in RDMAV_DRIVERS: not registering (see ibckpt.driver)");
+		return;
+	}
 	if (ibckpt_abi_check())
 		return;
 	for (id = RDMA_DRIVER_UNKNOWN + 1; id <= RDMA_DRIVER_MANA; id++) {
@@ -95,7 +197,5 @@ static void __attribute__((constructor)) ibckpt_register(void)
 		ibckpt_match_table[id - 1].u.driver_id = (uint64_t)id;
 	}
 	verbs_register_driver_34(&ibckpt_dev_ops);
-	if (debug)
-		fprintf(stderr, "ibckpt: provider registered (rdma-core %d)\n",
-			IBCKPT_RDMA_CORE_MAJOR);
+	ibckpt_dbg("provider registered (rdma-core %d)", IBCKPT_RDMA_CORE_MAJOR);
 }

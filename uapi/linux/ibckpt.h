@@ -45,8 +45,10 @@ struct ibckpt_register {
 
 /**
  * enum ibckpt_event_type - records read() from a registered /dev/ibckpt
- * @IBCKPT_EV_QUIESCE: the application threads are parked; quiesce verbs
- *	state, then answer with IBCKPT_IOC_QUIESCED
+ * @IBCKPT_EV_QUIESCE: a freeze of the process's group starts: close the
+ *	verbs gate, drain the CQs, then answer with IBCKPT_IOC_QUIESCED; the
+ *	application threads are parked once every provider of the group has
+ *	answered
  * @IBCKPT_EV_THAW: the freeze is over; reopen the gate
  * @IBCKPT_EV_ABORT: the freeze was abandoned; reopen the gate
  */
@@ -83,9 +85,25 @@ struct ibckpt_quiesced {
 	__u64 n_drained;
 };
 
+/**
+ * struct ibckpt_snapshot_arg - IBCKPT_IOC_SNAPSHOT: the process's snapshot
+ * @session: the session from IBCKPT_EV_QUIESCE
+ * @addr: where it is in the caller's memory (uapi/linux/ibckpt_snapshot.h)
+ * @len: its length, at most IBCKPT_SNAP_MAX_LEN
+ *
+ * Given by the control thread before it answers IBCKPT_EV_QUIESCE; the
+ * module keeps it for `ibckpt dump` until the session ends.
+ */
+struct ibckpt_snapshot_arg {
+	__u64 session;
+	__u64 addr;
+	__u64 len;
+};
+
 #define IBCKPT_IOC_MAGIC	0xCB
 #define IBCKPT_IOC_REGISTER	_IOW(IBCKPT_IOC_MAGIC, 0x00, struct ibckpt_register)
 #define IBCKPT_IOC_QUIESCED	_IOW(IBCKPT_IOC_MAGIC, 0x01, struct ibckpt_quiesced)
+#define IBCKPT_IOC_SNAPSHOT	_IOW(IBCKPT_IOC_MAGIC, 0x02, struct ibckpt_snapshot_arg)
 
 /* ------------------------------------------------------------------ */
 /* Generic netlink family "ibckpt": the administrative channel.         */
@@ -112,6 +130,10 @@ struct ibckpt_quiesced {
  *	only the one of IBCKPT_A_PGID if given
  * @IBCKPT_CMD_THREAD_GET: dump of the threads of IBCKPT_A_PGID's session
  *	(one IBCKPT_A_THREAD nest per message)
+ * @IBCKPT_CMD_SNAPSHOT_GET: dump of the snapshots the providers of frozen
+ *	group IBCKPT_A_PGID gave, in pieces: IBCKPT_A_SNAP_TGID,
+ *	IBCKPT_A_SNAP_TOTAL, IBCKPT_A_SNAP_OFFSET, IBCKPT_A_SNAP_DATA per
+ *	message. Same privilege as FREEZE (snapshots hold addresses and keys).
  */
 enum ibckpt_cmd {
 	IBCKPT_CMD_UNSPEC,
@@ -121,6 +143,7 @@ enum ibckpt_cmd {
 	IBCKPT_CMD_THAW,
 	IBCKPT_CMD_SESSION_GET,
 	IBCKPT_CMD_THREAD_GET,
+	IBCKPT_CMD_SNAPSHOT_GET,
 
 	__IBCKPT_CMD_MAX,
 	IBCKPT_CMD_MAX = __IBCKPT_CMD_MAX - 1
@@ -150,6 +173,10 @@ enum ibckpt_attr {
 	IBCKPT_A_SESSION,		/* nest: enum ibckpt_session_attr */
 	IBCKPT_A_THREAD,		/* nest: enum ibckpt_thread_attr */
 	IBCKPT_A_PAD,
+	IBCKPT_A_SNAP_TGID,		/* u32: the process a snapshot piece is of */
+	IBCKPT_A_SNAP_TOTAL,		/* u32: its snapshot's length */
+	IBCKPT_A_SNAP_OFFSET,		/* u32: where this piece starts */
+	IBCKPT_A_SNAP_DATA,		/* binary: the piece */
 
 	__IBCKPT_A_MAX,
 	IBCKPT_A_MAX = __IBCKPT_A_MAX - 1
@@ -198,6 +225,12 @@ enum ibckpt_session_attr {
 	IBCKPT_SESSION_A_EXITED,	/* u32 */
 	IBCKPT_SESSION_A_FREEZE_NS,	/* u64: request to FROZEN */
 	IBCKPT_SESSION_A_PAD,
+	IBCKPT_SESSION_A_PROVIDERS,	/* u32: registered processes asked to quiesce */
+	IBCKPT_SESSION_A_QUIESCED,	/* u32: ... that answered */
+	IBCKPT_SESSION_A_DRAINED,	/* u64: completions moved to private queues */
+	IBCKPT_SESSION_A_OUTSTANDING,	/* u32: sends still posted at the bound */
+	IBCKPT_SESSION_A_QUIESCE_ERR,	/* u32: errno a provider failed with, 0 */
+	IBCKPT_SESSION_A_QUIESCE_PID,	/* u32: tgid of that provider */
 
 	__IBCKPT_SESSION_A_MAX,
 	IBCKPT_SESSION_A_MAX = __IBCKPT_SESSION_A_MAX - 1

@@ -38,7 +38,9 @@
  * @session: the freeze session the snapshot was taken in
  * @total_len: bytes of the whole snapshot, header included
  * @pinned_bytes: memory the process has pinned (its mm's pinned_vm)
- * @outstanding: work requests still posted when quiescing ended
+ * @outstanding: sends not seen to complete when quiescing ended (signaled
+ *	ones still in flight at the bound, and unsignaled ones after a queue's
+ *	last signaled send, which complete without a trace)
  * @flags: IBCKPT_SNAP_F_*
  */
 struct ibckpt_snap_hdr {
@@ -54,7 +56,7 @@ struct ibckpt_snap_hdr {
 	__u32 flags;
 };
 
-/* The provider's quiesce bound was reached with work still in flight. */
+/* The provider's drain bound was reached with signaled sends still in flight. */
 #define IBCKPT_SNAP_F_INCOMPLETE_DRAIN	_BITUL(0)
 
 /**

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Address handles: the application's AH names a shadow; UD sends swap in the real one. */
+#include <errno.h>
+#include <stdlib.h>
+#include "ibckpt.h"
+
+struct ibv_ah *ibckpt_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
+{
+	struct ibckpt_ah *ah = calloc(1, sizeof(*ah));
+
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ah->real = ibv_create_ah(to_ipd(ibpd)->real, attr);
+	if (!ah->real) {
+		free(ah);
+		return NULL;
+	}
+	ah->ibv_ah.context = ibpd->context;
+	ah->ibv_ah.pd = ibpd;
+	ah->ibv_ah.handle = ah->real->handle;
+	ah->attr = *attr;
+	ibckpt_obj_add(to_ictx(ibpd->context), &ah->obj, IBCKPT_SNAP_AH);
+	return &ah->ibv_ah;
+}
+
+int ibckpt_destroy_ah(struct ibv_ah *ibah)
+{
+	struct ibckpt_ah *ah = to_iah(ibah);
+	struct ibckpt_context *ctx = to_ictx(ibah->context);
+	int ret;
+
+	/* Destroys run inside the gate: a snapshot walks the objects while closed. */
+	ibckpt_gate_enter(&ctx->gate);
+	ret = ibv_destroy_ah(ah->real);
+	if (!ret)
+		ibckpt_obj_del(ctx, &ah->obj);
+	ibckpt_gate_exit(&ctx->gate);
+	if (ret)
+		return ret;
+	free(ah);
+	return 0;
+}

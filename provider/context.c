@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Contexts: the application's context is ours; inside it, a context the
+ * vendor opened on the same device.
+ *
+ * A uverbs file holds one user context, and completion channels and async
+ * events belong to the file. So the vendor's context is opened the normal way
+ * (verbs_open_device(): its own cmd_fd, the vendor's get_context, its async
+ * fd) and ours shares that file: our cmd_fd and async_fd are duplicates of
+ * the vendor's. Channels the application creates on our context are then
+ * valid for the vendor's CQs, and the async events the application reads from
+ * our context are the vendor's, which async_event translates to shadows.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ibckpt.h"
+
+/* Every open context: statistics at exit, and later the control thread. */
+pthread_mutex_t ibckpt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+struct ibckpt_context *ibckpt_ctxs;	/* under ibckpt_ctx_lock */
+
+static atomic_uint ibckpt_ids;
+
+/* A handle unique in the process, never 0. */
+uint32_t ibckpt_new_id(void)
+{
+	return atomic_fetch_add(&ibckpt_ids, 1) + 1;
+}
+
+/**
+ * ibckpt_obj_add() - put a new shadow on its context's list
+ * @ctx: the context
+ * @obj: the shadow's list entry
+ * @type: enum ibckpt_snap_type
+ */
+void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type)
+{
+	obj->id = ibckpt_new_id();
+	obj->type = type;
+	pthread_mutex_lock(&ctx->lock);
+	obj->next = &ctx->objs;
+	obj->prev = ctx->objs.prev;
+	ctx->objs.prev->next = obj;
+	ctx->objs.prev = obj;
+	pthread_mutex_unlock(&ctx->lock);
+	atomic_fetch_add(&ctx->stats.objects, 1);
+}
+
+void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj)
+{
+	pthread_mutex_lock(&ctx->lock);
+	obj->prev->next = obj->next;
+	obj->next->prev = obj->prev;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Fill the vendor's ibv_device from ours, which libibverbs has filled by now. */
+static void device_finish(struct ibckpt_device *dev)
+{
+	struct ibv_device *shadow = &dev->vdev.device, *real = &dev->real->device;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->real_ready) {
+		real->node_type = shadow->node_type;
+		real->transport_type = shadow->transport_type;
+		memcpy(real->dev_name, shadow->dev_name, sizeof(real->dev_name));
+		memcpy(real->dev_path, shadow->dev_path, sizeof(real->dev_path));
+		memcpy(real->name, shadow->name, sizeof(real->name));
+		memcpy(real->ibdev_path, shadow->ibdev_path, sizeof(real->ibdev_path));
+		dev->real->core_support = dev->vdev.core_support;
+		dev->real_ready = true;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					   void *private_data)
+{
+	struct ibckpt_device *dev = to_idev(ibdev);
+	struct ibckpt_context *ctx;
+	struct ibv_context *real;
+	int sfd, afd, err;
+
+	device_finish(dev);
+	real = verbs_open_device(&dev->real->device, private_data);
+	if (!real) {
+		err = errno;
+		fprintf(stderr, "ibckpt: %s: provider %s could not open the device: %s\n",
+			ibdev->name, dev->vendor->name, strerror(err));
+		close(cmd_fd);
+		errno = err;
+		return NULL;
+	}
+	close(cmd_fd);
+	sfd = fcntl(real->cmd_fd, F_DUPFD_CLOEXEC, 0);
+	afd = real->async_fd < 0 ? -1 : fcntl(real->async_fd, F_DUPFD_CLOEXEC, 0);
+	if (sfd < 0 || (real->async_fd >= 0 && afd < 0)) {
+		err = errno;
+		goto err_fds;
+	}
+	ctx = _verbs_init_and_alloc_context(ibdev, sfd, sizeof(*ctx),
+					    &((struct ibckpt_context *)NULL)->vctx,
+					    dev->driver_id);
+	if (!ctx) {		/* it closed sfd */
+		err = errno;
+		sfd = -1;
+		goto err_fds;
+	}
+	ctx->vctx.context.async_fd = afd;
+	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
+	ctx->real = real;
+	ibckpt_gate_init(&ctx->gate);
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_spin_init(&ctx->qpn_lock, PTHREAD_PROCESS_PRIVATE);
+	ibckpt_vidmap_init(&ctx->qpns);
+	ctx->objs.next = ctx->objs.prev = &ctx->objs;
+	ctx->id = ibckpt_new_id();
+	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
+		atomic_store(&ctx->gate.closed, 1);
+		ctx->gate_closed = true;
+	}
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ibckpt_control_start();
+	ibckpt_dbg("%s: context stacked on provider %s", ibdev->name, dev->vendor->name);
+	return &ctx->vctx;
+
+err_fds:
+	if (sfd >= 0)
+		close(sfd);
+	if (afd >= 0)
+		close(afd);
+	ibv_close_device(real);
+	errno = err;
+	return NULL;
+}
+
+static void print_stats(struct ibckpt_context *ctx)
+{
+	struct ibckpt_stats *s = &ctx->stats;
+
+	fprintf(stderr, "ibckpt: stats %s: post_send %lu post_recv %lu post_srq_recv %lu "
+		"poll_cq %lu wc %lu cq_events %lu async_events %lu objects %lu quiesces %lu "
+		"drained %lu\n",
+		ctx->vctx.context.device->name, atomic_load(&s->post_send),
+		atomic_load(&s->post_recv), atomic_load(&s->post_srq_recv),
+		atomic_load(&s->poll_cq), atomic_load(&s->wc), atomic_load(&s->cq_events),
+		atomic_load(&s->async_events), atomic_load(&s->objects),
+		atomic_load(&s->quiesces), atomic_load(&s->drained));
+}
+
+/* Programs that never close their contexts (librdmacm's) report at exit. */
+static void __attribute__((destructor)) ibckpt_stats_at_exit(void)
+{
+	struct ibckpt_context *ctx;
+
+	if (!getenv("IBCKPT_STATS"))
+		return;
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next)
+		print_stats(ctx);
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+}
+
+static void ibckpt_free_context(struct ibv_context *context)
+{
+	struct ibckpt_context *ctx = to_ictx(context), **p;
+
+	if (getenv("IBCKPT_STATS"))
+		print_stats(ctx);
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	for (p = &ibckpt_ctxs; *p; p = &(*p)->next) {
+		if (*p == ctx) {
+			*p = ctx->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ibckpt_channel_cleanup(ctx);
+	ibv_close_device(ctx->real);
+	ibckpt_vidmap_destroy(&ctx->qpns);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_spin_destroy(&ctx->qpn_lock);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+static int ibckpt_query_device_ex(struct ibv_context *context,
+				  const struct ibv_query_device_ex_input *input,
+				  struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_context *real = to_ictx(context)->real;
+	struct verbs_context *rv = verbs_get_ctx(real);
+
+	/* Device identity (GUIDs) is virtual = real until a restart. */
+	return rv->query_device_ex(real, input, attr, attr_size);
+}
+
+static int ibckpt_query_port(struct ibv_context *context, uint8_t port,
+			     struct ibv_port_attr *attr)
+{
+	return ibv_query_port(to_ictx(context)->real, port, attr);
+}
+
+/*
+ * libibverbs read the event from the vendor's async file (ours is a
+ * duplicate): its element is the vendor's object, whose user context is our
+ * shadow. The vendor's event is acknowledged here, at once, because the
+ * vendor's destroy waits for its events to be acknowledged; the application
+ * acknowledges the shadow's.
+ */
+static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct ibckpt_context *ctx = to_ictx(context);
+	struct ibv_async_event real_ev = *event;
+
+	atomic_fetch_add(&ctx->stats.async_events, 1);
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		event->element.cq = event->element.cq->cq_context;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		event->element.qp = event->element.qp->qp_context;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		event->element.srq = event->element.srq->srq_context;
+		break;
+	default:		/* port and device events carry no object */
+		return;
+	}
+	ibv_ack_async_event(&real_ev);
+}
+
+const struct verbs_context_ops ibckpt_ctx_ops = {
+	.alloc_pd = ibckpt_alloc_pd,
+	.async_event = ibckpt_async_event,
+	.attach_mcast = ibckpt_attach_mcast,
+	.cq_event = ibckpt_cq_event,
+	.create_ah = ibckpt_create_ah,
+	.create_cq = ibckpt_create_cq,
+	.create_qp = ibckpt_create_qp,
+	.create_qp_ex = ibckpt_create_qp_ex,
+	.create_srq = ibckpt_create_srq,
+	.dealloc_pd = ibckpt_dealloc_pd,
+	.dereg_mr = ibckpt_dereg_mr,
+	.destroy_ah = ibckpt_destroy_ah,
+	.destroy_cq = ibckpt_destroy_cq,
+	.destroy_qp = ibckpt_destroy_qp,
+	.destroy_srq = ibckpt_destroy_srq,
+	.detach_mcast = ibckpt_detach_mcast,
+	.free_context = ibckpt_free_context,
+	.get_srq_num = ibckpt_get_srq_num,
+	.modify_qp = ibckpt_modify_qp,
+	.modify_srq = ibckpt_modify_srq,
+	.poll_cq = ibckpt_poll_cq,
+	.post_recv = ibckpt_post_recv,
+	.post_send = ibckpt_post_send,
+	.post_srq_recv = ibckpt_post_srq_recv,
+	.query_device_ex = ibckpt_query_device_ex,
+	.query_port = ibckpt_query_port,
+	.query_qp = ibckpt_query_qp,
+	.query_srq = ibckpt_query_srq,
+	.reg_mr = ibckpt_reg_mr,
+	.req_notify_cq = ibckpt_req_notify_cq,
+	.resize_cq = ibckpt_resize_cq,
+};

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The per-process control thread: the provider's end of ibckpt.ko.
+ *
+ * Started with the first context; opens /dev/ibckpt and registers itself, so
+ * that a freeze never parks it. On IBCKPT_EV_QUIESCE it closes the verbs
+ * gate of every context (waiting for the threads inside a verb to leave),
+ * then drains every CQ into its private queue until every signaled send has
+ * completed and no completion arrived for a quiet period, or a bound is
+ * reached (late completions: the peer may still be sending); it answers with
+ * what it drained and how many sends have not been seen to complete
+ * (unsignaled sends after the last signaled one complete without a trace). The gates stay closed until
+ * IBCKPT_EV_THAW or IBCKPT_EV_ABORT. Between the answer and the thaw the
+ * thread waits in read(): it runs no code while the group is frozen.
+ *
+ * Without the module (no /dev/ibckpt) there is no control thread and a
+ * freeze parks the application threads without quiescing verbs.
+ *
+ * Tunables (milliseconds): IBCKPT_GATE_MS (threads to leave the gate, 2000),
+ * IBCKPT_QUIET_MS (quiet period, 10), IBCKPT_DRAIN_MS (drain bound, 1000).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include "linux/ibckpt.h"
+#include "ibckpt.h"
+
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t ctl_pid;			/* process that started it (fork resets) */
+
+static unsigned int env_ms(const char *name, unsigned int def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtoul(v, &end, 10);
+	return *end || n > 600000 ? def : (unsigned int)n;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void gates_open(void)
+{
+	struct ibckpt_context *ctx;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		if (ctx->gate_closed) {
+			ibckpt_gate_open(&ctx->gate);
+			ctx->gate_closed = false;
+		}
+	}
+}
+
+/*
+ * Sends posted and not seen to complete, over every QP of every context;
+ * *signaled: those of them a completion will still report (trailing
+ * unsignaled sends complete without one, so they are not waited for).
+ */
+static uint64_t sends_outstanding(uint64_t *signaled)
+{
+	struct ibckpt_context *ctx;
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		pthread_spin_lock(&ctx->qpn_lock);
+		for (i = 0; i < ctx->qpns.size; i++) {
+			const struct ibckpt_vid *v = &ctx->qpns.slot[i];
+
+			const struct ibckpt_wrlog *sq;
+
+			if (!v->gen || v->gen == ~0u)
+				continue;
+			sq = &((struct ibckpt_qp *)v->obj)->sq;
+			n += ibckpt_wrlog_live(sq);
+			*signaled += ibckpt_wrlog_signaled(sq);
+		}
+		pthread_spin_unlock(&ctx->qpn_lock);
+	}
+	return n;
+}
+
+static uint32_t drain_all(void)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_cq *cq;
+	uint32_t n = 0, k;
+
+	/* The gates are closed: CQs are neither created nor destroyed (cq.c). */
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		for (cq = ctx->cqs; cq; cq = cq->next) {
+			k = ibckpt_cq_drain(cq);
+			atomic_fetch_add(&ctx->stats.drained, k);
+			n += k;
+		}
+	}
+	return n;
+}
+
+/*
+ * Quiesced, between a QUIESCE and its THAW/ABORT, under ibckpt_ctx_lock: a
+ * context opened meanwhile (by a thread not parked yet) starts with its gate
+ * closed. It is not in the snapshot already given.
+ */
+bool ibckpt_quiesced;
+
+/*
+ * Under ibckpt_ctx_lock: contexts neither come nor go meanwhile.
+ * *incomplete: the bound was reached with signaled sends still outstanding.
+ */
+static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
+{
+	unsigned int gate_ms = env_ms("IBCKPT_GATE_MS", 2000);
+	unsigned int quiet_ms = env_ms("IBCKPT_QUIET_MS", 10);
+	unsigned int bound_ms = env_ms("IBCKPT_DRAIN_MS", 1000);
+	struct ibckpt_context *ctx;
+	double start, last;
+	uint64_t left = 0, signaled = 0;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		if (ibckpt_gate_close(&ctx->gate, gate_ms)) {
+			/* a thread stayed inside a verb: give up, reopen all */
+			gates_open();
+			q->status = ETIMEDOUT;
+			return;
+		}
+		ctx->gate_closed = true;
+		atomic_fetch_add(&ctx->stats.quiesces, 1);
+	}
+	start = last = now_ms();
+	for (;;) {
+		uint32_t got = drain_all();
+
+		q->n_drained += got;
+		if (got)
+			last = now_ms();
+		signaled = 0;
+		left = sends_outstanding(&signaled);
+		if (!signaled && now_ms() - last >= quiet_ms)
+			break;
+		if (now_ms() - start >= bound_ms)
+			break;
+		usleep(200);
+	}
+	q->n_outstanding = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	*incomplete = signaled != 0;
+	ibckpt_quiesced = true;
+	ibckpt_dbg("quiesced: %llu completions drained, %u sends outstanding, %.1f ms",
+		   (unsigned long long)q->n_drained, q->n_outstanding, now_ms() - start);
+}
+
+/*
+ * The snapshot of the quiesced process, for `ibckpt dump`; 0 or an errno.
+ * ESRCH: the freeze was abandoned meanwhile (its ABORT is queued behind).
+ */
+static uint32_t give_snapshot(int fd, uint64_t session, uint32_t outstanding, bool incomplete)
+{
+	struct ibckpt_snapshot_arg a = { .session = session };
+	void *buf;
+	size_t len;
+	int err;
+
+	err = ibckpt_snapshot_build(session, outstanding, incomplete, &buf, &len);
+	if (err)
+		return (uint32_t)err;
+	a.addr = (uintptr_t)buf;
+	a.len = len;
+	err = ioctl(fd, IBCKPT_IOC_SNAPSHOT, &a) ? errno : 0;
+	if (err == ESRCH)
+		ibckpt_dbg("session %llu ended before its snapshot", (unsigned long long)session);
+	else if (err)
+		fprintf(stderr, "ibckpt: the module refused the snapshot (%zu bytes): %s\n", len,
+			strerror(err));
+	free(buf);
+	return (uint32_t)err;
+}
+
+static void *control_main(void *arg)
+{
+	struct ibckpt_register reg = { .abi_version = IBCKPT_ABI_VERSION };
+	struct ibckpt_event ev;
+	int fd = (int)(intptr_t)arg;
+
+	if (ioctl(fd, IBCKPT_IOC_REGISTER, &reg)) {
+		fprintf(stderr, "ibckpt: cannot register with ibckpt.ko: %s; "
+			"freezes will not quiesce this process\n", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	ibckpt_dbg("control thread registered");
+	for (;;) {
+		ssize_t r = read(fd, &ev, sizeof(ev));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != sizeof(ev)) {
+			ibckpt_dbg("control channel: %s", r < 0 ? strerror(errno) : "short read");
+			break;
+		}
+		if (ev.type == IBCKPT_EV_QUIESCE) {
+			struct ibckpt_quiesced q = { .session = ev.session };
+			bool incomplete = false;
+
+			pthread_mutex_lock(&ibckpt_ctx_lock);
+			quiesce(&q, &incomplete);
+			if (!q.status)
+				q.status = give_snapshot(fd, ev.session, q.n_outstanding, incomplete);
+			pthread_mutex_unlock(&ibckpt_ctx_lock);
+			if (q.status == ESRCH)
+				continue;	/* abandoned: nobody waits for the answer */
+			if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
+				ibckpt_dbg("answer to session %llu: %s",
+					   (unsigned long long)ev.session, strerror(errno));
+		} else if (ev.type == IBCKPT_EV_THAW || ev.type == IBCKPT_EV_ABORT) {
+			pthread_mutex_lock(&ibckpt_ctx_lock);
+			gates_open();
+			ibckpt_quiesced = false;
+			pthread_mutex_unlock(&ibckpt_ctx_lock);
+			ibckpt_dbg("session %llu %s: gates open", (unsigned long long)ev.session,
+				   ev.type == IBCKPT_EV_THAW ? "thawed" : "aborted");
+		}
+	}
+	close(fd);
+	return NULL;
+}
+
+/**
+ * ibckpt_control_start() - start this process's control thread, once
+ *
+ * Called with each new context; a forked child starts its own.
+ */
+void ibckpt_control_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int fd, err;
+
+	pthread_mutex_lock(&ctl_lock);
+	if (ctl_pid == getpid() || getenv("IBCKPT_NO_CONTROL"))
+		goto out;
+	ctl_pid = getpid();
+	fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		ibckpt_dbg("no /dev/%s (%s): no control thread", IBCKPT_DEVICE_NAME,
+			   strerror(errno));
+		goto out;
+	}
+	/* Signals are the application's: none is delivered to this thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, control_main, (void *)(intptr_t)fd);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		fprintf(stderr, "ibckpt: cannot start the control thread: %s\n", strerror(err));
+		close(fd);
+	}
+out:
+	pthread_mutex_unlock(&ctl_lock);
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Completion queues. The vendor's CQ is created with our shadow as its
+ * cq_context, so an event on it leads back to the shadow (channel.c). Polls
+ * are served from the private queue first (completions drained at a freeze),
+ * then from the vendor's CQ; every completion returned retires its logged
+ * work request.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "ibckpt.h"
+
+struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
+				struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibckpt_context *ctx = to_ictx(context);
+	struct ibckpt_cq *cq = calloc(1, sizeof(*cq));
+	int err;
+
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->ctx = ctx;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	/* CQs come and go inside the gate: the control thread walks them while closed. */
+	ibckpt_gate_enter(&ctx->gate);
+	if (channel) {
+		err = ibckpt_channel_get(ctx, channel, &cq->chan);
+		if (err)
+			goto err_free;
+	}
+	cq->real = ibv_create_cq(ctx->real, cqe, cq, cq->chan ? cq->chan->real : NULL,
+				 comp_vector);
+	if (!cq->real) {
+		err = errno;
+		goto err_chan;
+	}
+	err = ibckpt_vcq_init(&cq->vcq, (uint32_t)cq->real->cqe);
+	if (err)
+		goto err_cq;
+	cq->ibv_cq.cqe = cq->real->cqe;
+	cq->ibv_cq.handle = cq->real->handle;
+	pthread_mutex_lock(&ctx->lock);
+	cq->next = ctx->cqs;
+	ctx->cqs = cq;
+	pthread_mutex_unlock(&ctx->lock);
+	ibckpt_obj_add(ctx, &cq->obj, IBCKPT_SNAP_CQ);
+	ibckpt_gate_exit(&ctx->gate);
+	return &cq->ibv_cq;
+
+err_cq:
+	ibv_destroy_cq(cq->real);
+err_chan:
+	if (cq->chan)
+		ibckpt_channel_put(ctx, cq->chan);
+err_free:
+	ibckpt_gate_exit(&ctx->gate);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	errno = err;
+	return NULL;
+}
+
+int ibckpt_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct ibckpt_cq *cq = to_icq(ibcq), **p;
+	struct ibckpt_context *ctx = cq->ctx;
+	int ret;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ret = ibv_destroy_cq(cq->real);
+	if (ret) {
+		ibckpt_gate_exit(&ctx->gate);
+		return ret;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (p = &ctx->cqs; *p; p = &(*p)->next) {
+		if (*p == cq) {
+			*p = cq->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	ibckpt_obj_del(ctx, &cq->obj);
+	ibckpt_gate_exit(&ctx->gate);
+	if (cq->chan)
+		ibckpt_channel_put(cq->ctx, cq->chan);
+	ibckpt_vcq_destroy(&cq->vcq);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct ibckpt_cq *cq = to_icq(ibcq);
+	struct ibckpt_context *ctx = cq->ctx;
+	int i, n = 0, r;
+
+	ibckpt_gate_enter(&ctx->gate);
+	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0) && ne > 0) {
+		/* Drained before a freeze and already retired: first, in order. */
+		pthread_spin_lock(&cq->lock);
+		n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
+		pthread_spin_unlock(&cq->lock);
+	}
+	if (n < ne) {
+		r = ibv_poll_cq(cq->real, ne - n, wc + n);
+		if (r < 0) {
+			if (!n)
+				n = r;
+		} else if (r > 0) {
+			pthread_spin_lock(&ctx->qpn_lock);
+			for (i = n; i < n + r; i++)
+				ibckpt_qp_retire(ctx, &wc[i]);
+			pthread_spin_unlock(&ctx->qpn_lock);
+			n += r;
+			atomic_fetch_add_explicit(&ctx->stats.wc, (unsigned long)r,
+						  memory_order_relaxed);
+		}
+	}
+	ibckpt_gate_exit(&ctx->gate);
+	atomic_fetch_add_explicit(&ctx->stats.poll_cq, 1, memory_order_relaxed);
+	return n;
+}
+
+/**
+ * ibckpt_cq_drain() - move what the vendor's CQ holds into the private queue
+ * @cq: the CQ; its context's gate is closed, so no application thread polls
+ *
+ * Retires the completions' logged requests, as a poll would.
+ * Return: completions moved (0 when empty or the private queue is full).
+ */
+uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq)
+{
+	struct ibv_wc wc[32];
+	uint32_t space, total = 0;
+	int i, n;
+
+	pthread_spin_lock(&cq->lock);
+	for (;;) {
+		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
+		if (!space)
+			break;
+		n = ibv_poll_cq(cq->real, space < 32 ? (int)space : 32, wc);
+		if (n <= 0)
+			break;
+		pthread_spin_lock(&cq->ctx->qpn_lock);
+		for (i = 0; i < n; i++)
+			ibckpt_qp_retire(cq->ctx, &wc[i]);
+		pthread_spin_unlock(&cq->ctx->qpn_lock);
+		ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
+		total += (uint32_t)n;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return total;
+}
+
+int ibckpt_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct ibckpt_cq *cq = to_icq(ibcq);
+	int ret = ibv_req_notify_cq(cq->real, solicited_only);
+
+	if (!ret)
+		atomic_store_explicit(&cq->armed, true, memory_order_relaxed);
+	return ret;
+}
+
+/*
+ * Called by ibv_get_cq_event() on the shadow, after it read the event from
+ * our pipe; the forwarder already did the vendor's part.
+ */
+void ibckpt_cq_event(struct ibv_cq *ibcq)
+{
+	(void)ibcq;
+}
+
+int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct ibckpt_cq *cq = to_icq(ibcq);
+	struct ibckpt_vcq vcq;
+	int ret;
+
+	/* Inside the gate: polls test the private queue without its lock. */
+	ibckpt_gate_enter(&cq->ctx->gate);
+	ret = ibv_resize_cq(cq->real, cqe);
+	if (ret)
+		goto out;
+	/* The private queue must hold what the CQ can: grow it along. */
+	if ((uint32_t)cq->real->cqe > cq->vcq.size) {
+		if (ibckpt_vcq_init(&vcq, (uint32_t)cq->real->cqe)) {
+			ret = ENOMEM;
+			goto out;
+		}
+		pthread_spin_lock(&cq->lock);
+		while (!ibckpt_vcq_empty(&cq->vcq)) {
+			struct ibv_wc wc;
+
+			ibckpt_vcq_pop(&cq->vcq, &wc, 1);
+			ibckpt_vcq_push(&vcq, &wc, 1);
+		}
+		ibckpt_vcq_destroy(&cq->vcq);
+		cq->vcq = vcq;
+		pthread_spin_unlock(&cq->lock);
+	}
+	ibcq->cqe = cq->real->cqe;
+out:
+	ibckpt_gate_exit(&cq->ctx->gate);
+	return ret;
+}

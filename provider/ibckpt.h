@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Shadow objects of the stacking provider.
+ *
+ * The application only ever holds the structs below (first member: the
+ * ibv_* struct libibverbs and the application see); each holds the vendor's
+ * real object, which only the vendor and this provider see. Real objects are
+ * created with their user context (qp_context, cq_context, srq_context) set
+ * to their shadow, so that what the kernel hands back as a handle (events)
+ * leads back to the shadow in O(1).
+ *
+ * Forwarding calls libibverbs' public API on the real objects: libibverbs
+ * then does for the vendor exactly what it does for any application
+ * (field set-up, fork protection, event accounting).
+ */
+#ifndef IBCKPT_PROVIDER_H
+#define IBCKPT_PROVIDER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/ibckpt_snapshot.h>
+#include "rdma_core_abi.h"
+#include "gate.h"
+#include "vcq.h"
+#include "vidmap.h"
+#include "wrlog.h"
+
+#define ibckpt_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+extern bool ibckpt_debug;
+#define ibckpt_dbg(fmt, ...) do {					\
+	if (ibckpt_debug)						\
+		fprintf(stderr, "ibckpt: " fmt "\n", ##__VA_ARGS__);	\
+} while (0)
+
+/* Provider statistics: proof that verbs go through us (IBCKPT_STATS=1). */
+struct ibckpt_stats {
+	atomic_ulong post_send, post_recv, post_srq_recv, poll_cq, wc, cq_events,
+		async_events, objects, drained, quiesces;
+};
+
+/*
+ * Every shadow object is on its context's list (under the context's lock)
+ * with a handle unique in the process: what a snapshot names it by.
+ * type: enum ibckpt_snap_type.
+ */
+struct ibckpt_obj {
+	struct ibckpt_obj *next, *prev;
+	uint32_t id;
+	uint32_t type;
+};
+
+struct ibckpt_device {
+	struct verbs_device vdev;		/* libibverbs' view: the shadow */
+	const struct verbs_device_ops *vendor;	/* found by vendor.c */
+	const struct verbs_match_ent *vendor_match;
+	struct verbs_device *real;		/* vendor's device */
+	pthread_mutex_t lock;			/* real's lazy set-up */
+	bool real_ready;
+	uint32_t driver_id;
+};
+
+struct ibckpt_context {
+	struct ibckpt_gate gate;		/* hot: first */
+	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
+	bool remapped;				/* virtual != real IDs (after restart) */
+	struct ibv_context *real;
+	pthread_mutex_t lock;			/* cqs, objs */
+	pthread_spinlock_t qpn_lock;		/* qpns, last_qp: taken per poll */
+	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
+	struct ibckpt_qp *last_qp;		/* last QP completions came for */
+	struct ibckpt_cq *cqs;			/* its CQs, under lock */
+	struct ibckpt_obj objs;			/* all its objects, under lock */
+	uint32_t id;
+	bool gate_closed;			/* by the control thread */
+	struct ibckpt_stats stats;
+	struct verbs_context vctx;		/* libibverbs' view; must be last */
+};
+
+struct ibckpt_pd {
+	struct ibv_pd ibv_pd;
+	struct ibv_pd *real;
+	struct ibckpt_obj obj;
+};
+
+struct ibckpt_mr {
+	struct verbs_mr vmr;
+	struct ibv_mr *real;
+	struct ibckpt_obj obj;
+	uint64_t iova;
+};
+
+struct ibckpt_ah {
+	struct ibv_ah ibv_ah;
+	struct ibv_ah *real;
+	struct ibckpt_obj obj;
+	struct ibv_ah_attr attr;		/* as created: for snapshots */
+};
+
+/*
+ * An application completion channel we forward events into: its fd now reads
+ * from our pipe, fed by the forwarder thread from 'real' (see channel.c).
+ */
+struct ibckpt_channel {
+	struct ibckpt_channel *next;
+	struct ibv_comp_channel *app;		/* the application's channel */
+	struct ibv_comp_channel *real;		/* on the real context */
+	int pipe_wr;				/* events for app->fd */
+	unsigned int users;			/* CQs bound to it */
+};
+
+struct ibckpt_cq {
+	struct ibv_cq ibv_cq;			/* libibverbs inits it (verbs_init_cq) */
+	struct ibckpt_cq *next;			/* in ctx->cqs, under ctx->lock */
+	struct ibv_cq *real;
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj obj;
+	struct ibckpt_channel *chan;
+	pthread_spinlock_t lock;		/* vcq and retirement via this CQ */
+	struct ibckpt_vcq vcq;
+	atomic_bool armed;			/* notification requested, not delivered */
+};
+
+struct ibckpt_srq {
+	struct ibv_srq ibv_srq;
+	struct ibv_srq *real;
+	struct ibckpt_obj obj;
+	uint32_t srq_limit;			/* last armed */
+	pthread_spinlock_t lock;		/* rq log */
+	struct ibckpt_wrlog rq;
+};
+
+/* The QP attributes given so far, merged: what a restart replays. */
+struct ibckpt_qp_history {
+	struct ibv_qp_attr attr;
+	int mask;
+	unsigned int calls;
+};
+
+struct ibckpt_qp {
+	struct verbs_qp vqp;
+	struct ibv_qp *real;
+	struct ibckpt_context *ctx;
+	struct ibckpt_srq *srq;
+	struct ibckpt_obj obj;
+	pthread_spinlock_t sq_lock;		/* sq log */
+	pthread_spinlock_t rq_lock;		/* rq log */
+	struct ibckpt_wrlog sq, rq;
+	struct ibckpt_qp_history hist;
+	uint32_t qpn_gen;
+};
+
+static inline struct ibckpt_device *to_idev(struct ibv_device *d)
+{
+	return ibckpt_container_of(d, struct ibckpt_device, vdev.device);
+}
+
+static inline struct ibckpt_context *to_ictx(struct ibv_context *c)
+{
+	return ibckpt_container_of(c, struct ibckpt_context, vctx.context);
+}
+
+static inline struct ibckpt_pd *to_ipd(struct ibv_pd *p)
+{
+	return ibckpt_container_of(p, struct ibckpt_pd, ibv_pd);
+}
+
+static inline struct ibckpt_mr *to_imr(struct ibv_mr *m)
+{
+	return ibckpt_container_of(m, struct ibckpt_mr, vmr.ibv_mr);
+}
+
+static inline struct ibckpt_ah *to_iah(struct ibv_ah *a)
+{
+	return ibckpt_container_of(a, struct ibckpt_ah, ibv_ah);
+}
+
+static inline struct ibckpt_cq *to_icq(struct ibv_cq *c)
+{
+	return ibckpt_container_of(c, struct ibckpt_cq, ibv_cq);
+}
+
+static inline struct ibckpt_srq *to_isrq(struct ibv_srq *s)
+{
+	return ibckpt_container_of(s, struct ibckpt_srq, ibv_srq);
+}
+
+static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
+{
+	return ibckpt_container_of(q, struct ibckpt_qp, vqp.qp);
+}
+
+/* context.c: object lists */
+void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type);
+void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj);
+uint32_t ibckpt_new_id(void);
+
+/* snapshot.c */
+int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplete, void **buf,
+			  size_t *len);
+
+/* context.c: every open context */
+extern pthread_mutex_t ibckpt_ctx_lock;
+extern struct ibckpt_context *ibckpt_ctxs;
+
+/* control.c */
+extern bool ibckpt_quiesced;
+void ibckpt_control_start(void);
+uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq);
+
+/* vendor.c */
+const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
+						  const struct verbs_match_ent **match);
+
+/* context.c */
+struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					   void *private_data);
+extern const struct verbs_context_ops ibckpt_ctx_ops;
+
+/* channel.c */
+int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
+		       struct ibckpt_channel **out);
+void ibckpt_channel_put(struct ibckpt_context *ctx, struct ibckpt_channel *chan);
+void ibckpt_channel_cleanup(struct ibckpt_context *ctx);
+
+/* per-object verbs, one file each */
+struct ibv_pd *ibckpt_alloc_pd(struct ibv_context *context);
+int ibckpt_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+			     int access);
+int ibckpt_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int ibckpt_destroy_ah(struct ibv_ah *ah);
+struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
+				struct ibv_comp_channel *channel, int comp_vector);
+int ibckpt_destroy_cq(struct ibv_cq *cq);
+int ibckpt_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int ibckpt_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void ibckpt_cq_event(struct ibv_cq *cq);
+int ibckpt_resize_cq(struct ibv_cq *cq, int cqe);
+struct ibv_srq *ibckpt_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int ibckpt_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int ibckpt_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int ibckpt_destroy_srq(struct ibv_srq *srq);
+int ibckpt_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int ibckpt_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *ibckpt_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *ibckpt_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+int ibckpt_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int ibckpt_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		    struct ibv_qp_init_attr *init);
+int ibckpt_destroy_qp(struct ibv_qp *qp);
+int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ibckpt_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int ibckpt_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
+/* Retire the logged request a completion reports (cq.c calls it, qp.c owns the logs). */
+void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc);
+
+#endif

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Protection domains. */
+#include <errno.h>
+#include <stdlib.h>
+#include "ibckpt.h"
+
+struct ibv_pd *ibckpt_alloc_pd(struct ibv_context *context)
+{
+	struct ibckpt_context *ctx = to_ictx(context);
+	struct ibckpt_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->real = ibv_alloc_pd(ctx->real);
+	if (!pd->real) {
+		free(pd);
+		return NULL;
+	}
+	pd->ibv_pd.context = context;
+	pd->ibv_pd.handle = pd->real->handle;
+	ibckpt_obj_add(ctx, &pd->obj, IBCKPT_SNAP_PD);
+	return &pd->ibv_pd;
+}
+
+int ibckpt_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct ibckpt_pd *pd = to_ipd(ibpd);
+	struct ibckpt_context *ctx = to_ictx(ibpd->context);
+	int ret;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ret = ibv_dealloc_pd(pd->real);
+	if (!ret)
+		ibckpt_obj_del(ctx, &pd->obj);
+	ibckpt_gate_exit(&ctx->gate);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}

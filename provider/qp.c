@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Queue pairs. The vendor's QP carries our shadow as qp_context (async
+ * events lead back to it) and is registered under its QPN in the context's
+ * table, where completions find it to retire logged requests. The virtual
+ * QPN is the real one until a restart.
+ *
+ * Posting logs each request before handing the list to the vendor, under
+ * the queue's lock so that the log's order is the hardware queue's; what the
+ * vendor refuses is forgotten again. UD requests name shadow AHs: the real
+ * ones are swapped in for the vendor and back before returning, so nothing is
+ * allocated per request.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ibckpt.h"
+
+static void qp_history_add(struct ibckpt_qp_history *h, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *m = &h->attr;
+
+	if (mask & IBV_QP_STATE) {
+		m->qp_state = a->qp_state;
+		if (a->qp_state == IBV_QPS_RESET) {	/* a fresh start */
+			memset(m, 0, sizeof(*m));
+			h->mask = 0;
+		}
+	}
+#define MERGE(bit, field) do { if (mask & (bit)) m->field = a->field; } while (0)
+	MERGE(IBV_QP_CUR_STATE, cur_qp_state);
+	MERGE(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+	MERGE(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+	MERGE(IBV_QP_PKEY_INDEX, pkey_index);
+	MERGE(IBV_QP_PORT, port_num);
+	MERGE(IBV_QP_QKEY, qkey);
+	MERGE(IBV_QP_AV, ah_attr);
+	MERGE(IBV_QP_PATH_MTU, path_mtu);
+	MERGE(IBV_QP_TIMEOUT, timeout);
+	MERGE(IBV_QP_RETRY_CNT, retry_cnt);
+	MERGE(IBV_QP_RNR_RETRY, rnr_retry);
+	MERGE(IBV_QP_RQ_PSN, rq_psn);
+	MERGE(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+	MERGE(IBV_QP_ALT_PATH, alt_ah_attr);
+	MERGE(IBV_QP_ALT_PATH, alt_pkey_index);
+	MERGE(IBV_QP_ALT_PATH, alt_port_num);
+	MERGE(IBV_QP_ALT_PATH, alt_timeout);
+	MERGE(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+	MERGE(IBV_QP_SQ_PSN, sq_psn);
+	MERGE(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	MERGE(IBV_QP_PATH_MIG_STATE, path_mig_state);
+	MERGE(IBV_QP_CAP, cap);
+	MERGE(IBV_QP_DEST_QPN, dest_qp_num);
+	MERGE(IBV_QP_RATE_LIMIT, rate_limit);
+#undef MERGE
+	h->mask |= mask;
+	h->calls++;
+}
+
+static struct ibv_cq *real_cq(struct ibv_cq *cq)
+{
+	return cq ? to_icq(cq)->real : NULL;
+}
+
+/* Both create paths end here with an attribute set naming shadows. */
+static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp_init_attr_ex ra = *attr;
+	struct ibckpt_qp *qp;
+	int err;
+
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				IBV_QP_INIT_ATTR_MAX_TSO_HEADER)) {
+		/* XRC, RSS, extended post-send API, ...: not stacked yet. */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ra.qp_context = qp;
+	ra.pd = to_ipd(ibpd)->real;
+	ra.send_cq = real_cq(attr->send_cq);
+	ra.recv_cq = real_cq(attr->recv_cq);
+	ra.srq = attr->srq ? to_isrq(attr->srq)->real : NULL;
+	qp->real = ibv_create_qp_ex(ctx->real, &ra);
+	if (!qp->real) {
+		free(qp);
+		return NULL;
+	}
+	attr->cap = ra.cap;	/* what the vendor granted */
+	qp->ctx = ctx;
+	qp->srq = attr->srq ? to_isrq(attr->srq) : NULL;
+	err = ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ, ra.cap.max_send_wr, ra.cap.max_send_sge,
+				ra.cap.max_inline_data, attr->sq_sig_all);
+	if (!err && !qp->srq)
+		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
+					ra.cap.max_recv_sge, 0, false);
+	if (!err) {
+		pthread_spin_lock(&ctx->qpn_lock);
+		err = ibckpt_vidmap_insert(&ctx->qpns, qp->real->qp_num, qp->real->qp_num, qp,
+					   &qp->qpn_gen);
+		pthread_spin_unlock(&ctx->qpn_lock);
+	}
+	if (err) {
+		ibv_destroy_qp(qp->real);
+		ibckpt_wrlog_destroy(&qp->sq);
+		ibckpt_wrlog_destroy(&qp->rq);
+		free(qp);
+		errno = err;
+		return NULL;
+	}
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	struct ibv_qp *q = &qp->vqp.qp;
+
+	q->context = &ctx->vctx.context;
+	q->qp_context = attr->qp_context;
+	q->pd = ibpd;
+	q->send_cq = attr->send_cq;
+	q->recv_cq = attr->recv_cq;
+	q->srq = attr->srq;
+	q->handle = qp->real->handle;
+	q->qp_num = qp->real->qp_num;
+	q->state = qp->real->state;
+	q->qp_type = qp->real->qp_type;
+	q->events_completed = 0;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	ibckpt_obj_add(ctx, &qp->obj, IBCKPT_SNAP_QP);
+	return q;
+}
+
+struct ibv_qp *ibckpt_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *qp;
+
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = ibpd;
+	qp = qp_create(to_ictx(ibpd->context), ibpd, &ax);
+	if (qp)
+		attr->cap = ax.cap;
+	return qp;
+}
+
+struct ibv_qp *ibckpt_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return qp_create(to_ictx(context), attr->pd, attr);
+}
+
+int ibckpt_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_context *ctx = qp->ctx;
+	int ret;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ret = ibv_destroy_qp(qp->real);
+	if (ret) {
+		ibckpt_gate_exit(&ctx->gate);
+		return ret;
+	}
+	pthread_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
+	ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
+	if (ctx->last_qp == qp)
+		ctx->last_qp = NULL;
+	pthread_spin_unlock(&ctx->qpn_lock);
+	ibckpt_obj_del(ctx, &qp->obj);
+	ibckpt_gate_exit(&ctx->gate);
+	ibckpt_wrlog_destroy(&qp->sq);
+	ibckpt_wrlog_destroy(&qp->rq);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}
+
+int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	int ret;
+
+	/* Inside the gate: a snapshot reads the QP's state and history while closed. */
+	ibckpt_gate_enter(&qp->ctx->gate);
+	ret = ibv_modify_qp(qp->real, attr, mask);
+	if (!ret) {
+		pthread_spin_lock(&qp->sq_lock);
+		qp_history_add(&qp->hist, attr, mask);
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	ibckpt_gate_exit(&qp->ctx->gate);
+	return ret;
+}
+
+int ibckpt_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		    struct ibv_qp_init_attr *init)
+{
+	int ret = ibv_query_qp(to_iqp(ibqp)->real, attr, mask, init);
+
+	if (!ret) {
+		/* The vendor answered with its own objects: show ours. */
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->srq = ibqp->srq;
+	}
+	return ret;
+}
+
+int ibckpt_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	return ibv_attach_mcast(to_iqp(ibqp)->real, gid, lid);
+}
+
+int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	return ibv_detach_mcast(to_iqp(ibqp)->real, gid, lid);
+}
+
+int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
+	struct ibv_ah *ah_stash[16];
+	uint32_t logged = 0, posted, i;
+	bool ud = ibqp->qp_type == IBV_QPT_UD;
+	int ret = 0, err = 0;
+
+	ibckpt_gate_enter(&ctx->gate);
+	pthread_spin_lock(&qp->sq_lock);
+	for (w = wr; w; w = w->next) {
+		err = ibckpt_wrlog_send(&qp->sq, w);
+		if (err)
+			break;
+		logged++;
+	}
+	if (err) {
+		*bad = w;
+		if (!logged)
+			goto out;
+		for (cut = wr; cut->next != w; cut = cut->next)
+			;
+		cut->next = NULL;
+	}
+	if (ud) {
+		/* Real AHs for the vendor; the first 16 are restored from a stash. */
+		for (i = 0, w = wr; w; w = w->next, i++) {
+			if (i < 16)
+				ah_stash[i] = w->wr.ud.ah;
+			w->wr.ud.ah = to_iah(w->wr.ud.ah)->real;
+		}
+	}
+	ret = ibv_post_send(qp->real, wr, &rbad);
+	if (ud) {
+		const struct ibckpt_wr *e;
+
+		for (i = 0, w = wr; w; w = w->next, i++) {
+			if (i < 16) {
+				w->wr.ud.ah = ah_stash[i];
+			} else {
+				/* The log holds the shadow of every request it took. */
+				e = ibckpt_wrlog_at(&qp->sq, ibckpt_wrlog_count(&qp->sq) - logged + i,
+						    NULL, NULL);
+				w->wr.ud.ah = e->ah;
+			}
+		}
+	}
+	if (cut)
+		cut->next = *bad;
+	if (ret) {
+		for (posted = 0, w = wr; w && w != rbad; w = w->next)
+			posted++;
+		ibckpt_wrlog_unpost(&qp->sq, logged - posted);
+		*bad = rbad;
+	}
+out:
+	pthread_spin_unlock(&qp->sq_lock);
+	ibckpt_gate_exit(&ctx->gate);
+	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	return ret ? ret : err;
+}
+
+int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
+	uint32_t logged = 0, posted;
+	int ret = 0, err = 0;
+
+	if (qp->srq)		/* the vendor's answer, unlogged */
+		return ibv_post_recv(qp->real, wr, bad);
+	ibckpt_gate_enter(&ctx->gate);
+	pthread_spin_lock(&qp->rq_lock);
+	for (w = wr; w; w = w->next) {
+		err = ibckpt_wrlog_recv(&qp->rq, w);
+		if (err)
+			break;
+		logged++;
+	}
+	if (err) {
+		*bad = w;
+		if (!logged)
+			goto out;
+		for (cut = wr; cut->next != w; cut = cut->next)
+			;
+		cut->next = NULL;
+	}
+	ret = ibv_post_recv(qp->real, wr, &rbad);
+	if (cut)
+		cut->next = *bad;
+	if (ret) {
+		for (posted = 0, w = wr; w && w != rbad; w = w->next)
+			posted++;
+		ibckpt_wrlog_unpost(&qp->rq, logged - posted);
+		*bad = rbad;
+	}
+out:
+	pthread_spin_unlock(&qp->rq_lock);
+	ibckpt_gate_exit(&ctx->gate);
+	atomic_fetch_add_explicit(&ctx->stats.post_recv, 1, memory_order_relaxed);
+	return ret ? ret : err;
+}
+
+/**
+ * ibckpt_qp_retire() - retire the logged request a completion reports
+ * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away)
+ * @wc: a completion as the vendor returned it
+ *
+ * A failed completion's opcode is undefined, so it is tried against the send
+ * queue first (by wr_id), then the receive side.
+ */
+void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc)
+{
+	struct ibckpt_qp *qp = ctx->last_qp;
+	bool ok, send, done = false;
+
+	/* Completions mostly come in runs for one QP: skip the table then. */
+	if (!qp || qp->vqp.qp.qp_num != wc->qp_num) {
+		const struct ibckpt_vid *v = ibckpt_vidmap_find(&ctx->qpns, wc->qp_num, 0);
+
+		if (!v)
+			return;
+		qp = v->obj;
+		ctx->last_qp = qp;
+	}
+	ok = wc->status == IBV_WC_SUCCESS;
+	send = !ok || !(wc->opcode & IBV_WC_RECV);
+	if (send) {
+		pthread_spin_lock(&qp->sq_lock);
+		done = ibckpt_wrlog_complete(&qp->sq, wc->wr_id, ok);
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	if (done || (ok && send))
+		return;
+	if (qp->srq) {
+		pthread_spin_lock(&qp->srq->lock);
+		ibckpt_wrlog_complete(&qp->srq->rq, wc->wr_id, ok);
+		pthread_spin_unlock(&qp->srq->lock);
+	} else {
+		pthread_spin_lock(&qp->rq_lock);
+		ibckpt_wrlog_complete(&qp->rq, wc->wr_id, ok);
+		pthread_spin_unlock(&qp->rq_lock);
+	}
+}

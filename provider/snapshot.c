@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The process snapshot (uapi/linux/ibckpt_snapshot.h), built by the control
+ * thread once it has quiesced: every gate is closed, so no application thread
+ * is inside a verb and no object is being destroyed (destroys run inside the
+ * gate); the caller holds ibckpt_ctx_lock, so no context comes or goes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "ibckpt.h"
+#include "snapshot_writer.h"
+
+#define QP_ATTR_ALL (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | \
+		     IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
+		     IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | \
+		     IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | \
+		     IBV_QP_CAP | IBV_QP_DEST_QPN | IBV_QP_ACCESS_FLAGS)
+
+/* VmPin of /proc/self/status, in bytes: memory pinned for DMA. */
+static uint64_t pinned_bytes(void)
+{
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+static uint32_t id_of_pd(struct ibv_pd *pd)
+{
+	return pd ? to_ipd(pd)->obj.id : 0;
+}
+
+static uint32_t id_of_cq(struct ibv_cq *cq)
+{
+	return cq ? to_icq(cq)->obj.id : 0;
+}
+
+static void add_device(struct snap_writer *w, struct ibckpt_context *ctx)
+{
+	struct ibckpt_snap_device *d = snapw_add(w, IBCKPT_SNAP_DEVICE, sizeof(*d));
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+
+	if (!d)
+		return;
+	d->handle = ctx->id;
+	snprintf(d->name, sizeof(d->name), "%s", ctx->vctx.context.device->name);
+	d->node_guid = ibv_get_device_guid(ctx->vctx.context.device);
+	if (!ibv_query_port(ctx->real, 1, &pa))
+		d->port_lid = pa.lid;
+	if (!ibv_query_gid(ctx->real, 1, 0, &gid))
+		memcpy(d->gid, gid.raw, sizeof(d->gid));
+}
+
+static void add_wrs(struct snap_writer *w, const struct ibckpt_wrlog *log, uint32_t owner,
+		    uint32_t wq, bool ud)
+{
+	const struct ibckpt_wr *e;
+	const struct ibv_sge *sge;
+	const uint8_t *inl;
+	uint32_t i, k;
+
+	for (i = 0; (e = ibckpt_wrlog_at(log, i, &sge, &inl)) != NULL; i++) {
+		size_t len;
+		struct ibckpt_snap_wr *r;
+		struct ibckpt_snap_sge *s;
+
+		if (e->retired)
+			continue;
+		len = sizeof(*r) + e->num_sge * sizeof(*s) + e->inline_len;
+		r = snapw_add(w, IBCKPT_SNAP_WR, len);
+		if (!r)
+			return;
+		r->wr_id = e->wr_id;
+		r->owner = owner;
+		r->wq = wq;
+		r->opcode = e->opcode;
+		r->send_flags = e->send_flags;
+		r->num_sge = e->num_sge;
+		r->inline_len = e->inline_len;
+		r->remote_addr = e->remote_addr;
+		r->rkey = e->rkey;
+		r->imm_data = e->imm_data;
+		r->compare_add = e->compare_add;
+		r->swap = e->swap;
+		if (ud && e->ah) {
+			r->ud_ah = to_iah(e->ah)->obj.id;
+			r->ud_remote_qpn = e->remote_qpn;
+			r->ud_remote_qkey = e->remote_qkey;
+		}
+		s = (struct ibckpt_snap_sge *)(r + 1);
+		for (k = 0; k < e->num_sge; k++) {
+			s[k].addr = sge[k].addr;
+			s[k].length = sge[k].length;
+			s[k].lkey = sge[k].lkey;
+		}
+		if (e->inline_len)
+			memcpy(&s[e->num_sge], inl, e->inline_len);
+	}
+}
+
+static void add_qp(struct snap_writer *w, struct ibckpt_qp *qp)
+{
+	struct ibv_qp *q = &qp->vqp.qp;
+	struct ibckpt_snap_qp *r;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	bool ud = q->qp_type == IBV_QPT_UD;
+
+	memset(&a, 0, sizeof(a));
+	r = snapw_add(w, IBCKPT_SNAP_QP, sizeof(*r));
+	if (!r)
+		return;
+	r->handle = qp->obj.id;
+	r->pd = id_of_pd(q->pd);
+	r->send_cq = id_of_cq(q->send_cq);
+	r->recv_cq = id_of_cq(q->recv_cq);
+	r->srq = qp->srq ? qp->srq->obj.id : 0;
+	r->qp_type = q->qp_type;
+	r->vqpn = q->qp_num;
+	r->qpn = qp->real->qp_num;
+	if (!ibv_query_qp(qp->real, &a, QP_ATTR_ALL, &init)) {
+		r->state = a.qp_state;
+		r->dest_qpn = a.dest_qp_num;
+		r->sq_psn = a.sq_psn;
+		r->rq_psn = a.rq_psn;
+		r->qkey = a.qkey;
+		r->access = a.qp_access_flags;
+		r->path_mtu = a.path_mtu;
+		r->timeout = a.timeout;
+		r->retry_cnt = a.retry_cnt;
+		r->rnr_retry = a.rnr_retry;
+		r->min_rnr_timer = a.min_rnr_timer;
+		r->max_rd_atomic = a.max_rd_atomic;
+		r->max_dest_rd_atomic = a.max_dest_rd_atomic;
+		r->port_num = a.port_num;
+		r->sl = a.ah_attr.sl;
+		r->is_global = a.ah_attr.is_global;
+		r->sgid_index = a.ah_attr.grh.sgid_index;
+		r->hop_limit = a.ah_attr.grh.hop_limit;
+		r->dlid = a.ah_attr.dlid;
+		r->pkey_index = a.pkey_index;
+		memcpy(r->dgid, a.ah_attr.grh.dgid.raw, sizeof(r->dgid));
+		r->max_send_wr = init.cap.max_send_wr;
+		r->max_recv_wr = init.cap.max_recv_wr;
+		r->max_send_sge = init.cap.max_send_sge;
+		r->max_recv_sge = init.cap.max_recv_sge;
+		r->max_inline_data = init.cap.max_inline_data;
+		r->sq_sig_all = init.sq_sig_all;
+	} else {
+		r->state = q->state;
+	}
+	r->n_send_wr = (uint32_t)ibckpt_wrlog_live(&qp->sq);
+	r->n_recv_wr = qp->srq ? 0 : (uint32_t)ibckpt_wrlog_live(&qp->rq);
+	r->n_modify = qp->hist.calls;
+	/* r is invalid once more records are added */
+	add_wrs(w, &qp->sq, qp->obj.id, IBCKPT_SNAP_WQ_SEND, ud);
+	if (!qp->srq)
+		add_wrs(w, &qp->rq, qp->obj.id, IBCKPT_SNAP_WQ_RECV, false);
+}
+
+static void add_cq(struct snap_writer *w, struct ibckpt_cq *cq)
+{
+	struct ibckpt_snap_cq *r = snapw_add(w, IBCKPT_SNAP_CQ, sizeof(*r));
+	const struct ibv_wc *wc;
+	uint32_t i;
+
+	if (!r)
+		return;
+	r->handle = cq->obj.id;
+	r->device = cq->ctx->id;
+	r->cqe = (uint32_t)cq->ibv_cq.cqe;
+	r->n_drained = ibckpt_vcq_count(&cq->vcq);
+	r->comp_channel = cq->chan != NULL;
+	r->armed = atomic_load(&cq->armed);
+	for (i = 0; (wc = ibckpt_vcq_at(&cq->vcq, i)) != NULL; i++) {
+		struct ibckpt_snap_wc *s = snapw_add(w, IBCKPT_SNAP_WC, sizeof(*s));
+
+		if (!s)
+			return;
+		s->wr_id = wc->wr_id;
+		s->cq = cq->obj.id;
+		s->status = wc->status;
+		s->opcode = wc->opcode;
+		s->vendor_err = wc->vendor_err;
+		s->byte_len = wc->byte_len;
+		s->imm_data = wc->imm_data;
+		s->qp_num = wc->qp_num;
+		s->src_qp = wc->src_qp;
+		s->wc_flags = wc->wc_flags;
+		s->pkey_index = wc->pkey_index;
+		s->slid = wc->slid;
+		s->sl = wc->sl;
+		s->dlid_path_bits = wc->dlid_path_bits;
+	}
+}
+
+static void add_object(struct snap_writer *w, struct ibckpt_context *ctx, struct ibckpt_obj *o)
+{
+	switch (o->type) {
+	case IBCKPT_SNAP_PD: {
+		struct ibckpt_snap_pd *r = snapw_add(w, IBCKPT_SNAP_PD, sizeof(*r));
+
+		if (r) {
+			r->handle = o->id;
+			r->device = ctx->id;
+		}
+		break;
+	}
+	case IBCKPT_SNAP_MR: {
+		struct ibckpt_mr *mr = ibckpt_container_of(o, struct ibckpt_mr, obj);
+		struct ibckpt_snap_mr *r = snapw_add(w, IBCKPT_SNAP_MR, sizeof(*r));
+
+		if (r) {
+			r->handle = o->id;
+			r->pd = id_of_pd(mr->vmr.ibv_mr.pd);
+			r->addr = (uintptr_t)mr->vmr.ibv_mr.addr;
+			r->length = mr->vmr.ibv_mr.length;
+			r->iova = mr->iova;
+			r->access = (uint32_t)mr->vmr.access;
+			r->vlkey = mr->vmr.ibv_mr.lkey;
+			r->vrkey = mr->vmr.ibv_mr.rkey;
+			r->lkey = mr->real->lkey;
+			r->rkey = mr->real->rkey;
+		}
+		break;
+	}
+	case IBCKPT_SNAP_AH: {
+		struct ibckpt_ah *ah = ibckpt_container_of(o, struct ibckpt_ah, obj);
+		struct ibckpt_snap_ah *r = snapw_add(w, IBCKPT_SNAP_AH, sizeof(*r));
+
+		if (r) {
+			r->handle = o->id;
+			r->pd = id_of_pd(ah->ibv_ah.pd);
+			r->dlid = ah->attr.dlid;
+			r->sl = ah->attr.sl;
+			r->is_global = ah->attr.is_global;
+			r->port_num = ah->attr.port_num;
+			r->sgid_index = ah->attr.grh.sgid_index;
+			r->hop_limit = ah->attr.grh.hop_limit;
+			memcpy(r->dgid, ah->attr.grh.dgid.raw, sizeof(r->dgid));
+		}
+		break;
+	}
+	case IBCKPT_SNAP_SRQ: {
+		struct ibckpt_srq *srq = ibckpt_container_of(o, struct ibckpt_srq, obj);
+		struct ibckpt_snap_srq *r = snapw_add(w, IBCKPT_SNAP_SRQ, sizeof(*r));
+		struct ibv_srq_attr a;
+
+		if (!r)
+			break;
+		r->handle = o->id;
+		r->pd = id_of_pd(srq->ibv_srq.pd);
+		r->srq_limit = srq->srq_limit;
+		if (!ibv_query_srq(srq->real, &a)) {
+			r->max_wr = a.max_wr;
+			r->max_sge = a.max_sge;
+		}
+		r->n_recv_wr = (uint32_t)ibckpt_wrlog_live(&srq->rq);
+		add_wrs(w, &srq->rq, o->id, IBCKPT_SNAP_WQ_SRQ, false);
+		break;
+	}
+	case IBCKPT_SNAP_CQ:
+		add_cq(w, ibckpt_container_of(o, struct ibckpt_cq, obj));
+		break;
+	case IBCKPT_SNAP_QP:
+		add_qp(w, ibckpt_container_of(o, struct ibckpt_qp, obj));
+		break;
+	}
+}
+
+/**
+ * ibckpt_snapshot_build() - snapshot every context of the process
+ * @session: the freeze session
+ * @outstanding: sends not seen to complete when the drain ended
+ * @incomplete: the drain's bound was reached with signaled sends outstanding
+ * @buf: set to the snapshot (free() it)
+ * @len: set to its length
+ *
+ * Objects come in creation order per context, so a PD precedes its MRs and a
+ * CQ the QPs that use it. Return: 0 or a positive errno.
+ */
+int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplete, void **buf,
+			  size_t *len)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_snap_hdr *h;
+	struct snap_writer w;
+	struct ibckpt_obj *o;
+	int ret;
+
+	if (snapw_init(&w, (uint32_t)getpid(), session))
+		return ENOMEM;
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		add_device(&w, ctx);
+		pthread_mutex_lock(&ctx->lock);
+		for (o = ctx->objs.next; o != &ctx->objs; o = o->next)
+			add_object(&w, ctx, o);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	h = snapw_hdr(&w);
+	if (h) {
+		h->pinned_bytes = pinned_bytes();
+		h->outstanding = outstanding;
+		if (incomplete)
+			h->flags |= IBCKPT_SNAP_F_INCOMPLETE_DRAIN;
+	}
+	ret = snapw_finish(&w);
+	if (ret) {
+		snapw_free(&w);
+		return -ret;
+	}
+	*buf = w.buf;
+	*len = w.len;
+	return 0;
+}

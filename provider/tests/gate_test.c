@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Quiesce gate (gate.h) with real threads, under ASan + UBSan. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+#include "../gate.h"
+#define UNIT_SUITE "provider/gate"
+#include "../../tests/unit/unit.h"
+
+static struct ibckpt_gate gate;
+static atomic_int inside, stop;
+static atomic_long entries;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		ibckpt_gate_enter(&gate);
+		atomic_fetch_add(&inside, 1);
+		atomic_fetch_add(&entries, 1);
+		atomic_fetch_sub(&inside, 1);
+		ibckpt_gate_exit(&gate);
+	}
+	return NULL;
+}
+
+/* While closed nobody is inside and nobody gets in; reopening lets them go on. */
+static void close_excludes_threads(void)
+{
+	pthread_t t[4];
+	long before;
+	int i, round;
+
+	ibckpt_gate_init(&gate);
+	for (i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, worker, NULL);
+	for (round = 0; round < 20; round++) {
+		usleep(2000);
+		CHECK_EQ(ibckpt_gate_close(&gate, 1000), 0);
+		CHECK_EQ(atomic_load(&inside), 0);
+		before = atomic_load(&entries);
+		usleep(5000);
+		CHECK_EQ(atomic_load(&entries), before);
+		CHECK_EQ(atomic_load(&inside), 0);
+		ibckpt_gate_open(&gate);
+	}
+	usleep(2000);
+	CHECK(atomic_load(&entries) > before);
+	atomic_store(&stop, 1);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* A thread that stays inside makes close time out and leaves the gate open. */
+static void close_times_out(void)
+{
+	ibckpt_gate_init(&gate);
+	ibckpt_gate_enter(&gate);
+	CHECK_EQ(ibckpt_gate_close(&gate, 20), ETIMEDOUT);
+	CHECK_EQ(atomic_load(&gate.closed), 0);
+	ibckpt_gate_exit(&gate);
+	CHECK_EQ(ibckpt_gate_close(&gate, 20), 0);
+	ibckpt_gate_open(&gate);
+}
+
+int main(void)
+{
+	RUN(close_excludes_threads);
+	RUN(close_times_out);
+	return unit_done();
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* WR log retirement rules (wrlog.h), under ASan + UBSan. */
+#include <errno.h>
+#include <string.h>
+#include "../wrlog.h"
+#define UNIT_SUITE "provider/wrlog"
+#include "../../tests/unit/unit.h"
+
+static int post(struct ibckpt_wrlog *log, uint64_t id, unsigned int flags)
+{
+	char buf[16] = "payload";
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = 7 };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = flags };
+
+	return ibckpt_wrlog_send(log, &wr);
+}
+
+/* A signaled completion retires the unsignaled requests posted before it. */
+static void sq_signaled_retires_earlier_unsignaled(void)
+{
+	struct ibckpt_wrlog log;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 8, 1, 0, false), 0);
+	CHECK_EQ(post(&log, 1, 0), 0);
+	CHECK_EQ(post(&log, 2, 0), 0);
+	CHECK_EQ(post(&log, 3, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 4, 0), 0);
+	CHECK_EQ(ibckpt_wrlog_count(&log), 4);
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 1);
+	CHECK(ibckpt_wrlog_complete(&log, 3, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 0);	/* 4 completes silently */
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 4);
+	CHECK_EQ(log.retired, 3);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/*
+ * Regression (perftest through ibckpt failed with "Couldn't post send"):
+ * every request carries the same wr_id and one in 100 is signaled; each
+ * completion must retire its whole run, or the log fills up.
+ */
+static void sq_same_wr_id_moderation(void)
+{
+	struct ibckpt_wrlog log;
+	int round, i;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 128, 1, 0, false), 0);
+	for (round = 0; round < 10; round++) {
+		for (i = 1; i <= 100; i++)
+			CHECK_EQ(post(&log, 0, i % 100 ? 0 : IBV_SEND_SIGNALED), 0);
+		CHECK(ibckpt_wrlog_complete(&log, 0, true));
+		CHECK_EQ(ibckpt_wrlog_count(&log), 0);
+	}
+	CHECK_EQ(log.retired, 1000);
+	CHECK_EQ(log.mismatched, 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* A successful completion with nothing signaled outstanding matches nothing. */
+static void unknown_completion_retires_nothing(void)
+{
+	struct ibckpt_wrlog log;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	CHECK_EQ(post(&log, 1, 0), 0);
+	CHECK(!ibckpt_wrlog_complete(&log, 1, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
+	CHECK_EQ(log.unmatched, 1);
+	/* A flush error retires through its wr_id, signaled or not; unknown: nothing. */
+	CHECK(!ibckpt_wrlog_complete(&log, 7, false));
+	CHECK(ibckpt_wrlog_complete(&log, 1, false));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* Receive queues complete in order, whatever the wr_ids say. */
+static void rq_in_order(void)
+{
+	struct ibckpt_wrlog log;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 64, .lkey = 1 };
+	struct ibv_recv_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1 };
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_RQ, 4, 1, 0, false), 0);
+	CHECK_EQ(ibckpt_wrlog_recv(&log, &wr), 0);
+	wr.wr_id = 6;
+	CHECK_EQ(ibckpt_wrlog_recv(&log, &wr), 0);
+	CHECK(ibckpt_wrlog_complete(&log, 5, true));
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 6);
+	CHECK(ibckpt_wrlog_complete(&log, 6, false));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 0);
+	CHECK(!ibckpt_wrlog_complete(&log, 6, true));
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* SRQ receives complete out of order; the head skips retired slots. */
+static void srq_retires_out_of_order(void)
+{
+	struct ibckpt_wrlog log;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 64, .lkey = 1 };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+	uint64_t id;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SRQ, 4, 1, 0, false), 0);
+	for (id = 10; id < 14; id++) {
+		wr.wr_id = id;
+		CHECK_EQ(ibckpt_wrlog_recv(&log, &wr), 0);
+	}
+	CHECK(ibckpt_wrlog_complete(&log, 12, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 4);	/* 10 still at the head */
+	CHECK(ibckpt_wrlog_complete(&log, 10, true));
+	/* 10 gone; 12 is a retired hole between 11 and 13 */
+	CHECK_EQ(ibckpt_wrlog_count(&log), 3);
+	CHECK_EQ(ibckpt_wrlog_live(&log), 2);
+	CHECK(ibckpt_wrlog_at(&log, 1, NULL, NULL)->retired);
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 11);
+	CHECK(ibckpt_wrlog_complete(&log, 11, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 13);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* Inline payloads are copied at post time: reusing the buffer changes nothing. */
+static void inline_payload_copied(void)
+{
+	struct ibckpt_wrlog log;
+	char a[4] = "abc", b[3] = "de";
+	struct ibv_sge sge[2] = { { .addr = (uintptr_t)a, .length = 3 },
+				  { .addr = (uintptr_t)b, .length = 2 } };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = sge, .num_sge = 2,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE };
+	const uint8_t *data;
+	const struct ibckpt_wr *e;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 2, 2, 16, true), 0);
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	memcpy(a, "XYZ", 3);
+	e = ibckpt_wrlog_at(&log, 0, NULL, &data);
+	CHECK(e != NULL);
+	CHECK_EQ(e->inline_len, 5);
+	CHECK(memcmp(data, "abcde", 5) == 0);
+	CHECK(e->send_flags & IBV_SEND_SIGNALED);	/* sq_sig_all */
+	/* Larger than the queue's max_inline: refused, nothing logged. */
+	sge[0].length = 20;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), EINVAL);
+	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* The ring is bounded; unpost forgets what the vendor refused. */
+static void bounded_and_unpost(void)
+{
+	struct ibckpt_wrlog log;
+	uint32_t i;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 3, 1, 0, false), 0);
+	for (i = 0; i < log.size; i++)
+		CHECK_EQ(post(&log, i, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 100, IBV_SEND_SIGNALED), ENOMEM);
+	ibckpt_wrlog_unpost(&log, 2);
+	CHECK_EQ(ibckpt_wrlog_count(&log), log.size - 2);
+	CHECK_EQ(post(&log, 100, IBV_SEND_SIGNALED), 0);
+	/* Retire across the wrap-around. */
+	for (i = 0; i < log.size - 2; i++)
+		CHECK(ibckpt_wrlog_complete(&log, i, true));
+	CHECK_EQ(post(&log, 101, 0), 0);
+	CHECK_EQ(post(&log, 102, IBV_SEND_SIGNALED), 0);
+	CHECK(ibckpt_wrlog_complete(&log, 100, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 2);
+	CHECK(ibckpt_wrlog_complete(&log, 102, true));
+	CHECK_EQ(ibckpt_wrlog_count(&log), 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
+/* Atomics keep their operands; too many SGEs are refused. */
+static void atomics_and_sge_limit(void)
+{
+	struct ibckpt_wrlog log;
+	uint64_t res;
+	struct ibv_sge sge[3] = { { .addr = (uintptr_t)&res, .length = 8 } };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD };
+	const struct ibckpt_wr *e;
+
+	wr.wr.atomic.remote_addr = 0xabc0;
+	wr.wr.atomic.rkey = 42;
+	wr.wr.atomic.compare_add = 3;
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 2, 2, 0, false), 0);
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	e = ibckpt_wrlog_at(&log, 0, NULL, NULL);
+	CHECK_EQ(e->remote_addr, 0xabc0);
+	CHECK_EQ(e->rkey, 42);
+	CHECK_EQ(e->compare_add, 3);
+	CHECK_EQ(e->opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
+	wr.num_sge = 3;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), EINVAL);
+	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
+	ibckpt_wrlog_destroy(&log);
+}
+
+int main(void)
+{
+	RUN(sq_signaled_retires_earlier_unsignaled);
+	RUN(sq_same_wr_id_moderation);
+	RUN(unknown_completion_retires_nothing);
+	RUN(rq_in_order);
+	RUN(srq_retires_out_of_order);
+	RUN(inline_payload_copied);
+	RUN(bounded_and_unpost);
+	RUN(atomics_and_sge_limit);
+	return unit_done();
+}
