@@ -9,8 +9,10 @@
  * registration ends when the file is released, which also happens when the
  * process exits.
  */
+#include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
@@ -44,6 +46,7 @@ static void ibckpt_proc_free(struct kref *ref)
 
 	put_pid(p->tgid);
 	put_pid(p->ctrl);
+	kvfree(p->snap);
 	kfree(p);
 }
 
@@ -75,9 +78,12 @@ static int ibckpt_release(struct inode *inode, struct file *file)
 	struct ibckpt_proc *p = f->proc;
 
 	if (p) {
+		/* off the list first: no new freeze asks it */
 		mutex_lock(&ibckpt_procs_lock);
 		list_del(&p->node);
 		mutex_unlock(&ibckpt_procs_lock);
+		/* a freeze waiting for its answer goes on without it */
+		ibckpt_quiesce_answer(p, NULL);
 		ibckpt_proc_put(p);
 	}
 	put_pid(f->owner);
@@ -117,6 +123,35 @@ static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 	return 0;
 }
 
+static long ibckpt_quiesced(struct ibckpt_file *f, void __user *arg)
+{
+	struct ibckpt_quiesced q;
+
+	if (!f->proc)
+		return -ENOTCONN;
+	/* only the control thread speaks for the process */
+	if (task_pid(current) != f->proc->ctrl)
+		return -EPERM;
+	if (copy_from_user(&q, arg, sizeof(q)))
+		return -EFAULT;
+	if (q.status > MAX_ERRNO)
+		return -EINVAL;
+	return ibckpt_quiesce_answer(f->proc, &q);
+}
+
+static long ibckpt_snapshot(struct ibckpt_file *f, void __user *arg)
+{
+	struct ibckpt_snapshot_arg a;
+
+	if (!f->proc)
+		return -ENOTCONN;
+	if (task_pid(current) != f->proc->ctrl)
+		return -EPERM;
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	return ibckpt_snapshot_take(f->proc, &a);
+}
+
 static long ibckpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ibckpt_file *f = file->private_data;
@@ -126,6 +161,12 @@ static long ibckpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	switch (cmd) {
 	case IBCKPT_IOC_REGISTER:
 		ret = ibckpt_register(f, (void __user *)arg);
+		break;
+	case IBCKPT_IOC_QUIESCED:
+		ret = ibckpt_quiesced(f, (void __user *)arg);
+		break;
+	case IBCKPT_IOC_SNAPSHOT:
+		ret = ibckpt_snapshot(f, (void __user *)arg);
 		break;
 	default:
 		ret = -ENOTTY;

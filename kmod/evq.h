@@ -31,6 +31,7 @@ struct ibckpt_evq {
 
 void ibckpt_evq_init(struct ibckpt_evq *q);
 int ibckpt_evq_post(struct ibckpt_evq *q, u32 type, u64 session);
+bool ibckpt_evq_post_end(struct ibckpt_evq *q, u32 type, u64 session);
 bool ibckpt_evq_pop(struct ibckpt_evq *q, struct ibckpt_event *e);
 
 static inline bool ibckpt_evq_pending(struct ibckpt_evq *q)

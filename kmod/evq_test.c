@@ -65,8 +65,32 @@ static void evq_wraps_around(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, next, 3ULL * IBCKPT_EVQ_LEN);
 }
 
+/* The end of a session is never refused: it displaces the oldest event. */
+static void evq_end_displaces_oldest(struct kunit *test)
+{
+	struct ibckpt_evq q;
+	struct ibckpt_event e;
+	u64 i;
+
+	ibckpt_evq_init(&q);
+	for (i = 0; i < IBCKPT_EVQ_LEN; i++)
+		KUNIT_ASSERT_EQ(test, ibckpt_evq_post(&q, IBCKPT_EV_QUIESCE, i), 0);
+	KUNIT_EXPECT_TRUE(test, ibckpt_evq_post_end(&q, IBCKPT_EV_THAW, 100));
+	KUNIT_ASSERT_TRUE(test, ibckpt_evq_pop(&q, &e));
+	KUNIT_EXPECT_EQ(test, e.session, 1ULL);		/* 0 was dropped */
+	for (i = 2; i < IBCKPT_EVQ_LEN; i++)
+		KUNIT_ASSERT_TRUE(test, ibckpt_evq_pop(&q, &e));
+	KUNIT_ASSERT_TRUE(test, ibckpt_evq_pop(&q, &e));
+	KUNIT_EXPECT_EQ(test, e.type, (u32)IBCKPT_EV_THAW);
+	KUNIT_EXPECT_EQ(test, e.session, 100ULL);
+	KUNIT_EXPECT_FALSE(test, ibckpt_evq_pop(&q, &e));
+	/* with room, nothing is dropped */
+	KUNIT_EXPECT_FALSE(test, ibckpt_evq_post_end(&q, IBCKPT_EV_ABORT, 101));
+}
+
 static struct kunit_case ibckpt_evq_cases[] = {
 	KUNIT_CASE(evq_fifo_order),
+	KUNIT_CASE(evq_end_displaces_oldest),
 	KUNIT_CASE(evq_full_is_refused),
 	KUNIT_CASE(evq_wraps_around),
 	{}

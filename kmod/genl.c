@@ -23,6 +23,10 @@ static const struct nla_policy ibckpt_genl_policy[IBCKPT_A_MAX + 1] = {
 	[IBCKPT_A_SESSION_ID] = { .type = NLA_U64 },
 	[IBCKPT_A_SESSION] = { .type = NLA_REJECT },
 	[IBCKPT_A_THREAD] = { .type = NLA_REJECT },
+	[IBCKPT_A_SNAP_TGID] = { .type = NLA_REJECT },
+	[IBCKPT_A_SNAP_TOTAL] = { .type = NLA_REJECT },
+	[IBCKPT_A_SNAP_OFFSET] = { .type = NLA_REJECT },
+	[IBCKPT_A_SNAP_DATA] = { .type = NLA_REJECT },
 };
 
 #define IBCKPT_DEFAULT_TIMEOUT_MS 10000
@@ -186,6 +190,7 @@ static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
 static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *cb,
 				  struct ibckpt_session *s, u32 pgid)
 {
+	struct ibckpt_quiesce q;
 	struct ibckpt_tally t;
 	struct nlattr *nest;
 	u32 state;
@@ -193,6 +198,7 @@ static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *
 
 	spin_lock(&s->lock);
 	t = s->tally;
+	q = s->q;
 	state = s->state;
 	spin_unlock(&s->lock);
 	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
@@ -210,7 +216,13 @@ static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *
 	    nla_put_u32(skb, IBCKPT_SESSION_A_PENDING, t.pending) ||
 	    nla_put_u32(skb, IBCKPT_SESSION_A_EXITED, t.exited) ||
 	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_FREEZE_NS, READ_ONCE(s->freeze_ns),
-			      IBCKPT_SESSION_A_PAD)) {
+			      IBCKPT_SESSION_A_PAD) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_PROVIDERS, q.providers) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCED, q.answered) ||
+	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_DRAINED, q.drained, IBCKPT_SESSION_A_PAD) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_OUTSTANDING, q.outstanding) ||
+	    (q.err && (nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_ERR, q.err) ||
+		       nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_PID, q.err_tgid)))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -323,6 +335,118 @@ out:
 	return err && !skb->len ? err : skb->len;
 }
 
+/* Bytes of snapshot per message: several fit one dump skb. */
+#define IBCKPT_SNAP_PIECE	3072
+
+static int ibckpt_nl_fill_piece(struct sk_buff *skb, struct netlink_callback *cb,
+				const struct ibckpt_proc *p, u32 tgid, u32 off)
+{
+	u32 n = min_t(u32, p->snap_len - off, IBCKPT_SNAP_PIECE);
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_SNAPSHOT_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, IBCKPT_A_SNAP_TGID, tgid) ||
+	    nla_put_u32(skb, IBCKPT_A_SNAP_TOTAL, p->snap_len) ||
+	    nla_put_u32(skb, IBCKPT_A_SNAP_OFFSET, off) ||
+	    nla_put(skb, IBCKPT_A_SNAP_DATA, n, (const u8 *)p->snap + off)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return n;
+}
+
+/* Refuse before the dump starts, so that the requester gets an error, not an empty dump. */
+static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
+{
+	u32 pgid = ibckpt_nl_dump_pgid(cb);
+	struct ibckpt_session *s;
+	struct pid *pgrp;
+	bool frozen;
+
+	if (!netlink_capable(cb->skb, CAP_CHECKPOINT_RESTORE) &&
+	    !netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(cb->extack, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	if (!pgid) {
+		NL_SET_ERR_MSG(cb->extack, "a process group id is required");
+		return -EINVAL;
+	}
+	rcu_read_lock();
+	pgrp = get_pid(find_vpid(pgid));
+	rcu_read_unlock();
+	if (!pgrp) {
+		NL_SET_ERR_MSG(cb->extack, "no such process group");
+		return -ESRCH;
+	}
+	mutex_lock(&ibckpt_sessions_lock);
+	s = ibckpt_session_find(pgrp);
+	frozen = s && READ_ONCE(s->state) == IBCKPT_STATE_FROZEN;
+	mutex_unlock(&ibckpt_sessions_lock);
+	put_pid(pgrp);
+	if (!frozen) {
+		NL_SET_ERR_MSG(cb->extack, "the process group is not frozen");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * cb->args[0]: snapshots of the group completely sent; cb->args[1]: bytes
+ * of the next one sent. The group is frozen: its processes neither register
+ * nor leave, except when killed, which ends a dump early at worst.
+ */
+static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	u32 pgid = ibckpt_nl_dump_pgid(cb), tgid;
+	struct ibckpt_proc *p;
+	struct pid *pgrp;
+	long i = 0;
+	int n, err = 0;
+
+	rcu_read_lock();
+	pgrp = get_pid(find_vpid(pgid));
+	rcu_read_unlock();
+	if (!pgrp)
+		return -ESRCH;
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		struct task_struct *t;
+		bool in;
+
+		if (!p->snap)
+			continue;
+		rcu_read_lock();
+		t = pid_task(p->tgid, PIDTYPE_TGID);
+		in = t && task_pgrp(t) == pgrp;
+		rcu_read_unlock();
+		tgid = pid_nr_ns(p->tgid, ns);
+		if (!in || !tgid)
+			continue;
+		if (i++ < cb->args[0])
+			continue;
+		while (cb->args[1] < p->snap_len) {
+			n = ibckpt_nl_fill_piece(skb, cb, p, tgid, cb->args[1]);
+			if (n < 0) {
+				err = n;
+				goto out;
+			}
+			cb->args[1] += n;
+		}
+		cb->args[0] = i;
+		cb->args[1] = 0;
+	}
+out:
+	mutex_unlock(&ibckpt_procs_lock);
+	put_pid(pgrp);
+	return err && !skb->len ? err : skb->len;
+}
+
 static const struct genl_ops ibckpt_genl_ops[] = {
 	{
 		.cmd = IBCKPT_CMD_GET_VERSION,
@@ -347,6 +471,11 @@ static const struct genl_ops ibckpt_genl_ops[] = {
 	{
 		.cmd = IBCKPT_CMD_THREAD_GET,
 		.dumpit = ibckpt_nl_thread_dump,
+	},
+	{
+		.cmd = IBCKPT_CMD_SNAPSHOT_GET,
+		.start = ibckpt_nl_snapshot_start,
+		.dumpit = ibckpt_nl_snapshot_dump,
 	},
 };
 

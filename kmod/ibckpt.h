@@ -13,6 +13,7 @@
 #include <linux/wait.h>
 
 #include "uapi/linux/ibckpt.h"
+#include "uapi/linux/ibckpt_snapshot.h"
 #include "evq.h"
 
 #define IBCKPT_VERSION		"0.1"
@@ -24,6 +25,12 @@
  * @tgid: the process (its thread-group leader's struct pid)
  * @ctrl: the control thread, never parked with the application threads
  * @events: events not yet read by the control thread
+ * @quiesce_session: the session it was asked to quiesce for, 0 if none;
+ *	under ibckpt_procs_lock
+ * @quiesce_answered: it answered that request; under ibckpt_procs_lock
+ * @snap: the snapshot it gave for @quiesce_session (kvmalloc), freed when
+ *	the session ends or the process goes; under ibckpt_procs_lock
+ * @snap_len: its length
  *
  * Lifetime: created by IBCKPT_IOC_REGISTER, unlinked when the registering
  * file is released (close or exit); freed on the last kref_put().
@@ -34,6 +41,10 @@ struct ibckpt_proc {
 	struct pid *tgid;
 	struct pid *ctrl;
 	struct ibckpt_evq events;
+	u64 quiesce_session;
+	bool quiesce_answered;
+	void *snap;
+	u32 snap_len;
 };
 
 /* Registered processes. */
@@ -44,6 +55,8 @@ void ibckpt_proc_put(struct ibckpt_proc *p);
 
 int ibckpt_chardev_init(void);
 void ibckpt_chardev_exit(void);
+int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q);
+int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a);
 int ibckpt_genl_init(void);
 void ibckpt_genl_exit(void);
 

@@ -66,6 +66,13 @@ static void ibckpt_park_fn(struct callback_head *cb)
 	thr->user_ip = instruction_pointer(regs);
 	thr->syscall = syscall_get_nr(current, regs) + 1;
 	ibckpt_thread_set(s, thr, IBCKPT_THREAD_PARKED);
+	/*
+	 * The last one to park lets the session converge now rather than at
+	 * its next scan. Only while FREEZING: an ending session has set its
+	 * state, under this lock, before it cancels the work.
+	 */
+	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
+		mod_delayed_work(system_wq, &s->converge, 0);
 	spin_unlock(&s->lock);
 
 	___wait_event(s->park_wq, READ_ONCE(s->released) || fatal_signal_pending(current),

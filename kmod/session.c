@@ -8,7 +8,9 @@
  * create any. A freeze that does not converge before its deadline is ABORTED
  * and every thread released.
  *
- * Control threads registered through /dev/ibckpt are never parked here.
+ * Control threads registered through /dev/ibckpt are never parked here; the
+ * providers they run are asked to quiesce before any thread is parked
+ * (quiesce.c).
  *
  * A session ends on THAW, when the netlink socket that asked for it is closed
  * (unless it is persistent), when a persistent session's watchdog fires, or
@@ -76,7 +78,10 @@ struct ibckpt_session *ibckpt_session_find(struct pid *pgrp)
 	return NULL;
 }
 
-/* Release the parked threads; @st is the state the session ends in. */
+/*
+ * Release the parked threads and tell the providers; @st is the state the
+ * session ends in.
+ */
 static void ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state st)
 {
 	spin_lock(&s->lock);
@@ -84,6 +89,7 @@ static void ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
 	WRITE_ONCE(s->released, true);
 	spin_unlock(&s->lock);
 	wake_up_all(&s->park_wq);
+	ibckpt_quiesce_end(s, st == IBCKPT_STATE_ABORTED ? IBCKPT_EV_ABORT : IBCKPT_EV_THAW);
 }
 
 /*
@@ -92,10 +98,11 @@ static void ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
  */
 static void ibckpt_session_end(struct ibckpt_session *s, bool from_watchdog)
 {
+	/* state first: neither the park works nor converge requeue after it */
+	ibckpt_session_release(s, IBCKPT_STATE_THAWING);
 	cancel_delayed_work_sync(&s->converge);
 	if (!from_watchdog)
 		cancel_delayed_work_sync(&s->watchdog);
-	ibckpt_session_release(s, IBCKPT_STATE_THAWING);
 	if (!wait_event_timeout(s->done_wq, !READ_ONCE(s->tally.parked), 10 * HZ))
 		pr_warn("ibckpt: session %llu: %u threads still parked after thaw\n",
 			s->id, READ_ONCE(s->tally.parked));
@@ -226,7 +233,27 @@ static void ibckpt_converge_fn(struct work_struct *work)
 	struct ibckpt_session *s = container_of(to_delayed_work(work),
 						struct ibckpt_session, converge);
 	enum ibckpt_state st;
+	bool waiting, failed;
 	int found;
+
+	spin_lock(&s->lock);
+	if (s->state != IBCKPT_STATE_FREEZING) {
+		spin_unlock(&s->lock);
+		return;
+	}
+	/* Park nothing until every provider has closed its gate (quiesce.c). */
+	waiting = s->q.answered < s->q.providers;
+	failed = s->q.err != 0;
+	spin_unlock(&s->lock);
+	if (failed || (waiting && time_after(jiffies, s->deadline))) {
+		ibckpt_session_release(s, IBCKPT_STATE_ABORTED);
+		return;
+	}
+	if (waiting) {
+		/* an answer kicks us; look again now and then for the deadline */
+		queue_delayed_work(system_wq, &s->converge, HZ / 20 + 1);
+		return;
+	}
 
 	found = ibckpt_session_scan(s);
 	spin_lock(&s->lock);
@@ -339,6 +366,7 @@ int ibckpt_session_freeze(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
 		list_del(&old->node);
 	list_add_tail(&s->node, &ibckpt_sessions);
 	*id = s->id;
+	ibckpt_quiesce_begin(s);
 	queue_delayed_work(system_wq, &s->converge, 0);
 	if (flags & IBCKPT_FREEZE_F_PERSIST)
 		queue_delayed_work(system_wq, &s->watchdog, msecs_to_jiffies(watchdog_ms));

@@ -36,6 +36,24 @@ struct ibckpt_thread {
 };
 
 /**
+ * struct ibckpt_quiesce - the providers' part of one freeze
+ * @providers: registered processes of the group asked to quiesce
+ * @answered: how many answered
+ * @drained: completions they moved to private queues
+ * @outstanding: sends still posted when they stopped waiting
+ * @err: positive errno of the first provider that failed, 0
+ * @err_tgid: that provider's process, in the initial pid namespace
+ */
+struct ibckpt_quiesce {
+	u32 providers;
+	u32 answered;
+	u64 drained;
+	u32 outstanding;
+	u32 err;
+	pid_t err_tgid;
+};
+
+/**
  * struct ibckpt_session - the freeze of one process group
  * @node: in ibckpt_sessions while listed, under ibckpt_sessions_lock
  * @ref: one for the list, one per queued park work
@@ -55,6 +73,7 @@ struct ibckpt_thread {
  * @deadline: jiffies after which FREEZING gives up
  * @started: when the freeze was requested
  * @freeze_ns: request to FROZEN, 0 until frozen
+ * @q: the providers' part (quiesce.c), under @lock
  */
 struct ibckpt_session {
 	struct list_head node;
@@ -75,6 +94,7 @@ struct ibckpt_session {
 	unsigned long deadline;
 	u64 started;
 	u64 freeze_ns;
+	struct ibckpt_quiesce q;
 };
 
 /* Listed sessions; the mutex also serialises freeze, thaw and teardown. */
@@ -88,6 +108,10 @@ struct ibckpt_session *ibckpt_session_find(struct pid *pgrp);
 void ibckpt_session_put(struct ibckpt_session *s);
 int ibckpt_sessions_init(void);
 void ibckpt_sessions_exit(void);
+
+/* quiesce.c */
+void ibckpt_quiesce_begin(struct ibckpt_session *s);
+void ibckpt_quiesce_end(struct ibckpt_session *s, u32 event);
 
 /* park.c */
 int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The providers' part of a freeze.
+ *
+ * A freeze first tells every registered process of the group
+ * (IBCKPT_EV_QUIESCE): its control thread closes the provider's verbs gate,
+ * so that no application thread is inside a vendor call holding its locks,
+ * drains the CQs into private queues, and answers (IBCKPT_IOC_QUIESCED). Only
+ * when every provider has answered does the session start parking the
+ * application threads: a thread parked inside the gate would keep it from
+ * closing. A failed answer aborts the freeze; a process whose registration
+ * ends (it exits) counts as answered. The end of the session, thaw or abort,
+ * is told to every provider asked (IBCKPT_EV_THAW or IBCKPT_EV_ABORT) so that
+ * it reopens the gate.
+ *
+ * Locking: ibckpt_procs_lock protects the per-process request state; a
+ * session's counters are under its spinlock. Answers find their session under
+ * ibckpt_sessions_lock, never while holding ibckpt_procs_lock.
+ */
+#include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/workqueue.h>
+
+#include "ibckpt.h"
+#include "session.h"
+
+static bool ibckpt_proc_in_group(struct ibckpt_proc *p, struct pid *pgrp)
+{
+	struct task_struct *t;
+	bool in;
+
+	rcu_read_lock();
+	t = pid_task(p->tgid, PIDTYPE_TGID);
+	in = t && task_pgrp(t) == pgrp;
+	rcu_read_unlock();
+	return in;
+}
+
+/**
+ * ibckpt_quiesce_begin() - ask the group's providers to quiesce
+ * @s: a new session, not yet visible to its converge work
+ */
+void ibckpt_quiesce_begin(struct ibckpt_session *s)
+{
+	struct ibckpt_proc *p;
+	u32 n = 0;
+
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (!ibckpt_proc_in_group(p, s->pgrp))
+			continue;
+		p->quiesce_session = s->id;
+		p->quiesce_answered = false;
+		if (ibckpt_evq_post(&p->events, IBCKPT_EV_QUIESCE, s->id)) {
+			/* a control thread 16 events behind: treat as failed */
+			p->quiesce_answered = true;
+			spin_lock(&s->lock);
+			if (!s->q.err) {
+				s->q.err = ENOBUFS;
+				s->q.err_tgid = pid_nr(p->tgid);
+			}
+			spin_unlock(&s->lock);
+		}
+		n++;
+	}
+	mutex_unlock(&ibckpt_procs_lock);
+	spin_lock(&s->lock);
+	s->q.providers = n;
+	spin_unlock(&s->lock);
+}
+
+/**
+ * ibckpt_quiesce_end() - tell the providers asked that the freeze is over
+ * @s: the session
+ * @event: IBCKPT_EV_THAW or IBCKPT_EV_ABORT
+ */
+void ibckpt_quiesce_end(struct ibckpt_session *s, u32 event)
+{
+	struct ibckpt_proc *p;
+
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (p->quiesce_session != s->id)
+			continue;
+		p->quiesce_session = 0;
+		kvfree(p->snap);	/* the state it described is going away */
+		p->snap = NULL;
+		p->snap_len = 0;
+		if (ibckpt_evq_post_end(&p->events, event, s->id))
+			pr_warn("ibckpt: pid %d: control thread 16 events behind, oldest dropped\n",
+				pid_nr(p->tgid));
+	}
+	mutex_unlock(&ibckpt_procs_lock);
+}
+
+/**
+ * ibckpt_quiesce_answer() - a provider's answer, or its registration ending
+ * @p: the registered process
+ * @q: its answer; NULL when its registration ends (counts as done)
+ *
+ * Return: 0, -ESRCH if it was not asked for that session (a late answer
+ * after an abort), -EALREADY if it answered already.
+ */
+int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q)
+{
+	struct ibckpt_session *s;
+	u64 id;
+
+	mutex_lock(&ibckpt_procs_lock);
+	id = p->quiesce_session;
+	if (!id || (q && q->session != id)) {
+		mutex_unlock(&ibckpt_procs_lock);
+		return q ? -ESRCH : 0;
+	}
+	if (p->quiesce_answered) {
+		mutex_unlock(&ibckpt_procs_lock);
+		return q ? -EALREADY : 0;
+	}
+	p->quiesce_answered = true;
+	mutex_unlock(&ibckpt_procs_lock);
+
+	mutex_lock(&ibckpt_sessions_lock);
+	list_for_each_entry(s, &ibckpt_sessions, node) {
+		if (s->id != id)
+			continue;
+		spin_lock(&s->lock);
+		s->q.answered++;
+		if (q) {
+			s->q.drained += q->n_drained;
+			s->q.outstanding += q->n_outstanding;
+			if (q->status && !s->q.err) {
+				s->q.err = q->status;
+				s->q.err_tgid = pid_nr(p->tgid);
+			}
+		}
+		spin_unlock(&s->lock);
+		/* the session may go on (or give up) now */
+		mod_delayed_work(system_wq, &s->converge, 0);
+		break;
+	}
+	mutex_unlock(&ibckpt_sessions_lock);
+	return 0;
+}
+
+/**
+ * ibckpt_snapshot_take() - keep the snapshot a provider gives while quiescing
+ * @p: the registered process
+ * @a: where the snapshot is in its memory
+ *
+ * Only the header is checked here (magic, version, length); `ibckpt dump`
+ * validates every record before it believes one.
+ *
+ * Return: 0, -ESRCH if no freeze asked it for that session, -EINVAL for a
+ * malformed snapshot, -EFBIG if too long, -EFAULT, -ENOMEM.
+ */
+int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a)
+{
+	struct ibckpt_snap_hdr *h;
+	void *buf;
+
+	if (a->len < sizeof(*h))
+		return -EINVAL;
+	if (a->len > IBCKPT_SNAP_MAX_LEN)
+		return -EFBIG;
+	buf = kvmalloc(a->len, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	if (copy_from_user(buf, u64_to_user_ptr(a->addr), a->len)) {
+		kvfree(buf);
+		return -EFAULT;
+	}
+	h = buf;
+	if (h->magic != IBCKPT_SNAP_MAGIC || h->version != IBCKPT_SNAP_VERSION ||
+	    h->total_len != a->len || h->session != a->session) {
+		kvfree(buf);
+		return -EINVAL;
+	}
+	mutex_lock(&ibckpt_procs_lock);
+	if (!a->session || p->quiesce_session != a->session) {
+		mutex_unlock(&ibckpt_procs_lock);
+		kvfree(buf);
+		return -ESRCH;
+	}
+	kvfree(p->snap);
+	p->snap = buf;
+	p->snap_len = a->len;
+	mutex_unlock(&ibckpt_procs_lock);
+	return 0;
+}
