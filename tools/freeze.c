@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <linux/ibckpt.h>
 #include "cli.h"
+#include "json.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -76,7 +77,11 @@ static int get_session(struct ibnl *n, unsigned int pgid, uint64_t id, struct cl
 	return err;
 }
 
-/* Why a freeze timed out: the threads that never parked. */
+/*
+ * Why a freeze timed out: the threads that never parked. The aborted session
+ * has released the others, which are running again (see
+ * cli_thread_never_parked()).
+ */
 static void report_stragglers(struct ibnl *n, unsigned int pgid)
 {
 	struct cli_threads t;
@@ -84,10 +89,9 @@ static void report_stragglers(struct ibnl *n, unsigned int pgid)
 	unsigned int i;
 
 	if (cli_get_threads(n, pgid, &t, ext, sizeof(ext)))
-		return;
+		t.n = 0;	/* what was read may be partial: name no one */
 	for (i = 0; i < t.n; i++)
-		if (t.v[i].state == IBCKPT_THREAD_PENDING ||
-		    t.v[i].state == IBCKPT_THREAD_RUNNING)
+		if (cli_thread_never_parked(&t.v[i]))
 			fprintf(stderr, "ibckpt:   thread %u (process %u) never parked\n",
 				t.v[i].tid, t.v[i].tgid);
 	free(t.v);
@@ -97,12 +101,18 @@ static void print_frozen(const struct cli_session *s, int persist)
 {
 	if (json) {
 		printf("{\"pgid\":%u,\"session\":%llu,\"state\":\"frozen\",\"threads\":%u,"
-		       "\"parked\":%u,\"exited\":%u,\"freeze_us\":%.1f,\"persist\":%d}\n",
+		       "\"parked\":%u,\"exited\":%u,\"freeze_us\":%.1f,\"persist\":%s,"
+		       "\"providers\":%u,\"drained\":%llu,\"outstanding\":%u}\n",
 		       s->pgid, (unsigned long long)s->id, s->threads, s->parked, s->exited,
-		       (double)s->freeze_ns / 1e3, persist);
+		       (double)s->freeze_ns / 1e3, json_bool(persist), s->providers,
+		       (unsigned long long)s->drained, s->outstanding);
 	} else {
 		printf("process group %u frozen: %u threads parked, %u exited, in %.3f ms\n",
 		       s->pgid, s->parked, s->exited, (double)s->freeze_ns / 1e6);
+		if (s->providers)
+			printf("  %u providers quiesced: %llu completions drained, "
+			       "%u sends outstanding\n", s->providers,
+			       (unsigned long long)s->drained, s->outstanding);
 	}
 	fflush(stdout);
 }
@@ -181,9 +191,9 @@ int cmd_freeze(int argc, char **argv)
 	/* wait for the module's verdict; it gives up by itself at the timeout */
 	for (;;) {
 		err = get_session(&n, pgid, id, &s);
-		if (err || s.state != IBCKPT_STATE_FREEZING)
+		if (err || s.state != IBCKPT_STATE_FREEZING || interrupted)
 			break;
-		if (interrupted || now() - t0 > (double)timeout_ms / 1e3 + 5) {
+		if (now() - t0 > (double)timeout_ms / 1e3 + 5) {
 			err = -ETIMEDOUT;
 			break;
 		}
@@ -192,12 +202,43 @@ int cmd_freeze(int argc, char **argv)
 			sleep_s *= 2;
 	}
 	if (err || s.state != IBCKPT_STATE_FROZEN) {
-		if (!err && s.state == IBCKPT_STATE_ABORTED) {
+		if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesce_err) {
+			fprintf(stderr, "ibckpt: %s: the provider of process %u could not quiesce "
+				"(%s); the group was left running\n", what, s.quiesce_pid,
+				strerror((int)s.quiesce_err));
+		} else if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesced < s.providers) {
+			fprintf(stderr, "ibckpt: %s: %u of %u providers did not quiesce within %lu ms; "
+				"the group was left running\n", what, s.providers - s.quiesced,
+				s.providers, timeout_ms);
+		} else if (!err && s.state == IBCKPT_STATE_ABORTED) {
 			fprintf(stderr, "ibckpt: %s: not every thread parked within %lu ms; "
 				"the group was left running\n", what, timeout_ms);
 			report_stragglers(&n, pgid);
+		} else if (!err && s.state == IBCKPT_STATE_FREEZING) {	/* interrupted */
+			err = send_thaw(&n, pgid, ext, sizeof(ext));
+			if (!err || err == -ENOENT)
+				fprintf(stderr, "ibckpt: %s: interrupted; the group was thawed\n",
+					what);
+			else if (*ext)
+				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s (%s)\n",
+					what, ext, strerror(-err));
+			else
+				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s\n",
+					what, strerror(-err));
+			goto out;
+		} else if (err == -ETIMEDOUT) {
+			fprintf(stderr, "ibckpt: %s: the module gave no verdict within %lu ms; "
+				"thawing the group\n", what, timeout_ms + 5000);
+		} else if (err == -ENOENT) {
+			/* nothing of ours to thaw: a new freeze of the group may be someone else's */
+			fprintf(stderr, "ibckpt: %s: the freeze ended before the group was "
+				"frozen (thawed by someone else?)\n", what);
+			goto out;
+		} else if (err) {
+			cli_fail(err, what, "lost track of the freeze");
 		} else {
-			cli_fail(err ? err : -EIO, what, interrupted ? "interrupted" : "");
+			fprintf(stderr, "ibckpt: %s: unexpected session state %s\n", what,
+				cli_state_name(s.state));
 		}
 		send_thaw(&n, pgid, ext, sizeof(ext));
 		goto out;
@@ -238,6 +279,7 @@ int cmd_thaw(int argc, char **argv)
 	unsigned int pgid;
 	char ext[256], what[64];
 	struct ibnl n;
+	double t0;
 	int err;
 
 	if (argc != 2) {
@@ -248,13 +290,15 @@ int cmd_thaw(int argc, char **argv)
 		return 2;
 	if (ibnl_open(&n, 0))
 		return 1;
+	t0 = now();
 	err = send_thaw(&n, pgid, ext, sizeof(ext));
+	t0 = now() - t0;
 	ibnl_close(&n);
 	snprintf(what, sizeof(what), "cannot thaw process group %u", pgid);
 	if (err)
 		return cli_fail(err, what, ext);
 	if (json)
-		printf("{\"pgid\":%u,\"state\":\"thawed\"}\n", pgid);
+		printf("{\"pgid\":%u,\"state\":\"thawed\",\"thaw_us\":%.1f}\n", pgid, t0 * 1e6);
 	else
 		printf("process group %u thawed\n", pgid);
 	return 0;

@@ -3,7 +3,7 @@
  * ibckpt - freeze, thaw and inspect RDMA verbs applications.
  *
  * Conventions follow iproute2: `ibckpt [OPTIONS] COMMAND [ARGS]`, -j for
- * JSON, errors on stderr prefixed with the program name, exit status 0 on
+ * JSON (also accepted after the command), errors on stderr prefixed with the program name, exit status 0 on
  * success, 1 on a failed operation, 2 on bad usage. See ibckpt(8).
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 #include <linux/ibckpt.h>
 #include "cli.h"
+#include "json.h"
 
 #define IBCKPT_CLI_VERSION "0.1"
 
@@ -30,8 +31,10 @@ static void usage(FILE *f)
 		"                       holds the freeze until interrupted or thawed, or with\n"
 		"                       --persist returns and thaws by itself after SECS\n"
 		"  thaw PGID            release process group PGID\n"
+		"  dump PGID [-o FILE]  the verbs snapshot of each process of frozen group\n"
+		"                       PGID: printed, or written as is to FILE\n"
 		"options:\n"
-		"  -j, --json           JSON output\n"
+		"  -j, --json           JSON output (also accepted after the command)\n"
 		"  -h, --help           this text\n");
 }
 
@@ -74,8 +77,11 @@ static int cmd_version(void)
 	}
 	if (json) {
 		printf("{\"cli\":\"%s\",\"abi\":%u", IBCKPT_CLI_VERSION, IBCKPT_ABI_VERSION);
-		if (!err)
-			printf(",\"module\":\"%s\",\"module_abi\":%u", v.module, v.abi);
+		if (!err) {
+			printf(",\"module\":");
+			json_str(stdout, v.module);
+			printf(",\"module_abi\":%u", v.abi);
+		}
 		printf("}\n");
 	} else {
 		printf("ibckpt %s (ABI %u)\n", IBCKPT_CLI_VERSION, IBCKPT_ABI_VERSION);
@@ -100,16 +106,21 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	int c;
+	/* the commands' options that take a value, which may be "-j" */
+	static const char *const valued[] = { "-t", "--timeout", "-p", "--persist", "-o",
+					       "--output", NULL };
+	int c, version = 0;
 
-	/* options stop at the command: its own options follow it */
+	/* -j may follow the command; the command's own options come after it */
+	argc = cli_take_global(argc, argv, valued, &json);
 	while ((c = getopt_long(argc, argv, "+jVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			break;
 		case 'V':
-			return cmd_version();
+			version = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -118,6 +129,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (version)
+		return cmd_version();
 	if (optind >= argc) {
 		usage(stderr);
 		return 2;
@@ -130,6 +143,8 @@ int main(int argc, char **argv)
 		return cmd_freeze(argc, argv);
 	if (!strcmp(argv[0], "thaw"))
 		return cmd_thaw(argc, argv);
+	if (!strcmp(argv[0], "dump"))
+		return cmd_dump(argc, argv);
 	if (!strcmp(argv[0], "version"))
 		return cmd_version();
 	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);

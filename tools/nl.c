@@ -108,11 +108,21 @@ static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 	return NL_STOP;
 }
 
+/*
+ * The end of a dump, or an ACK. A dump that fails after it started ends with
+ * NLMSG_DONE carrying the negative errno (libnl does not look at it).
+ */
 static int on_finish(struct nl_msg *msg, void *arg)
 {
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
 	struct call *c = arg;
+	int err;
 
-	(void)msg;
+	if (nlh->nlmsg_type == NLMSG_DONE && nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
+		memcpy(&err, nlmsg_data(nlh), sizeof(err));
+		if (err < 0)
+			c->err = err;
+	}
 	c->done = 1;
 	return NL_STOP;
 }

@@ -58,6 +58,12 @@ static int on_session(struct nlattr **a, void *arg)
 	v->exited = u32_or0(s, IBCKPT_SESSION_A_EXITED);
 	v->freeze_ns = s[IBCKPT_SESSION_A_FREEZE_NS] ?
 		       nla_get_u64(s[IBCKPT_SESSION_A_FREEZE_NS]) : 0;
+	v->providers = u32_or0(s, IBCKPT_SESSION_A_PROVIDERS);
+	v->quiesced = u32_or0(s, IBCKPT_SESSION_A_QUIESCED);
+	v->outstanding = u32_or0(s, IBCKPT_SESSION_A_OUTSTANDING);
+	v->quiesce_err = u32_or0(s, IBCKPT_SESSION_A_QUIESCE_ERR);
+	v->quiesce_pid = u32_or0(s, IBCKPT_SESSION_A_QUIESCE_PID);
+	v->drained = s[IBCKPT_SESSION_A_DRAINED] ? nla_get_u64(s[IBCKPT_SESSION_A_DRAINED]) : 0;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
+#include "json.h"
 #include "snapshot.h"
 
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
@@ -261,8 +262,9 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		const struct ibckpt_snap_device *d = pl;
 
 		gid_str(d->gid, g);
-		fprintf(f, "{\"handle\":%u,\"name\":\"%.64s\",\"lid\":%u,\"gid\":\"%s\"}",
-			d->handle, d->name, d->port_lid, g);
+		fprintf(f, "{\"handle\":%u,\"name\":", d->handle);
+		json_strn(f, d->name, sizeof(d->name));
+		fprintf(f, ",\"lid\":%u,\"gid\":\"%s\"}", d->port_lid, g);
 		break;
 	}
 	case IBCKPT_SNAP_PD: {
