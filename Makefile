@@ -16,11 +16,11 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 export PREFIX DESTDIR
 
-SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic
+SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic tests/provider tests/bench
 subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
 
 .PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
-	check-vm check-static demo bench deps kdir-check
+	check-vm check-static demo bench soak deps kdir-check
 
 all: modules userspace
 
@@ -87,6 +87,15 @@ demo:
 	scripts/install-deps build vm
 	$(MAKE) all
 	tests/vm/run --timeout 900 -- tests/demo/demo.sh
+
+# The long run of the freeze-under-traffic test: SOAK_CYCLES freeze/thaw
+# cycles of both processes (every 10th snapshot cross-checked).
+SOAK_CYCLES ?= 2000
+soak:
+	scripts/install-deps build vm
+	$(MAKE) all
+	tests/vm/run --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_CYCLES) IBCKPT_XCHECK_EVERY=10 \
+		tests/vm/cases/50-quiesce-traffic.sh
 
 bench:
 	scripts/install-deps all

@@ -8,6 +8,8 @@
 set -u
 reps=${1:-5}
 prov=$PWD/provider/libibckpt-rdmav34.so
+# RDMAV_DRIVERS takes a path without the "-rdmav34.so" libibverbs appends
+provstem=$PWD/provider/libibckpt
 [ -f "$prov" ] || { echo "perftest-ratio: build the provider first" >&2; exit 1; }
 port=21000
 
@@ -32,7 +34,7 @@ for spec in "ib_send_lat:5:t_typical[usec]:-n 2000" "ib_write_lat:5:t_typical[us
 	d=() i=()
 	for _ in $(seq "$reps"); do
 		d+=("$(run_pair "$tool" "$field" IBCKPT_BENCH=direct)")
-		i+=("$(run_pair "$tool" "$field" RDMAV_DRIVERS="$prov")")
+		i+=("$(run_pair "$tool" "$field" RDMAV_DRIVERS="$provstem")")
 	done
 	dm=$(printf '%s\n' "${d[@]}" | median)
 	im=$(printf '%s\n' "${i[@]}" | median)

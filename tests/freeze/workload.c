@@ -13,6 +13,8 @@
  *                              that exit at once
  *   workload vfork FILE SECS   the main thread waits in vfork() (an
  *                              uninterruptible wait) for SECS
+ *   workload spin FILE N       N spinning threads (the main thread included)
+ *   workload procs FILE N      N single-threaded spinning processes, one group
  *   workload snap FILE         print "errors c0 c1 c2 ..." once
  */
 #include <errno.h>
@@ -204,6 +206,29 @@ int main(int argc, char **argv)
 		sh->ready = 1;
 		pause();
 		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "spin")) {
+		sh = map(argv[2], 1);
+		n = atol(argv[3]);
+		if (n < 1 || n > MAXT)
+			return 2;
+		sh->nthreads = (uint32_t)n;
+		for (i = 1; i < n; i++)
+			start(busy, i);
+		sh->ready = 1;
+		busy((void *)0);
+	}
+	if (argc == 4 && !strcmp(argv[1], "procs")) {
+		sh = map(argv[2], 1);
+		n = atol(argv[3]);
+		if (n < 1 || n > MAXT)
+			return 2;
+		sh->nthreads = (uint32_t)n;
+		for (i = 1; i < n; i++)
+			if (fork() == 0)
+				busy((void *)i);
+		sh->ready = 1;
+		busy((void *)0);
 	}
 	if (argc == 3 && !strcmp(argv[1], "forker")) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };

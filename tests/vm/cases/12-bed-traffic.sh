@@ -5,6 +5,7 @@
 traffic_start_server rxe0 8
 traffic_run_client rxe1 8 -t 4
 expect_eq 0 "$TRAFFIC_CLIENT_RC" "client exit status"
-expect_eq 0 "$(traffic_wait_server)" "server exit status"
+traffic_wait_server
+expect_eq 0 "$TRAFFIC_SERVER_RC" "server exit status"
 traffic_expect_ops 1000
 pass

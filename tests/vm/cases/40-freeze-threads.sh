@@ -23,6 +23,8 @@ for nr in 0 7 202 230; do	# read, poll, futex, clock_nanosleep
 done
 ibckpt -j status "$WL_PID" | jq -e ".sessions[0].state == \"frozen\" and (.sessions[0].thread_list | length) == 10" > /dev/null ||
 	fail "status -j"
+ibckpt status "$WL_PID" -j | jq -e ".sessions[0].persist == true" > /dev/null ||
+	fail "status PGID -j (-j after the command, persist a boolean)"
 # invisible: no thread is stopped or traced, the parent saw no stop
 ps -L -o stat= -p "$WL_PID" | grep -q '^[Tt]' && fail "a thread is in a stopped state"
 grep -q '^TracerPid:[[:space:]]*0$' "/proc/$WL_PID/status" || fail "traced"

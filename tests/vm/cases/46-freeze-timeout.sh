@@ -10,6 +10,8 @@ expect_eq 1 $? "exit status of a timed-out freeze"
 cat "$T/e"
 grep -q "not every thread parked within 500 ms; the group was left running" "$T/e" || fail "message"
 grep -q "thread $WL_PID (process $WL_PID) never parked" "$T/e" || fail "straggler not named"
+# the vfork child parked (in its sleep) and was released by the abort: not named
+[ "$(grep -c 'never parked' "$T/e")" = 1 ] || fail "a thread that parked named as never parked"
 ibckpt status "$WL_PID" | grep -q 'no process group frozen' || fail "aborted session left behind"
 sleep 4	# the vfork child exits, the parent runs again
 b=$(wl_snap)

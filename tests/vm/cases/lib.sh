@@ -39,12 +39,12 @@ traffic_run_client() {
 	TRAFFIC_CLIENT_RC=$?
 	cat "$T/client.err" >&2
 }
+# Sets TRAFFIC_SERVER_RC. Not for $(...): a subshell cannot wait for the
+# server, which is this shell's child (a regression: status "-1" under load).
 traffic_wait_server() {
-	local rc
 	wait "$TRAFFIC_SERVER"
-	rc=$?
+	TRAFFIC_SERVER_RC=$?
 	cat "$T/server.err" >&2
-	echo $rc
 }
 # The client's final line reports at least $1 completed operations.
 traffic_expect_ops() {
