@@ -8,6 +8,17 @@ fail() { echo "FAIL-REASON($CASE): $*" >&2; exit 1; }
 skip() { echo "SKIP-REASON($CASE): $*" >&2; exit 77; }
 pass() { exit 0; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
+# json_get VAR FILE KEY: VAR = the first "KEY": number or string in FILE (the
+# CLI's -j output puts a session's own fields before its lists), "" if none.
+# No process is started: jq costs a third of a second per call under emulation,
+# which the 200-cycle traffic test cannot afford a few times per cycle.
+json_get() {
+	local _doc _re="\"$3\":(\"([^\"]*)\"|(-?[0-9.]+))"
+	IFS= read -r -d '' _doc < "$2"
+	printf -v "$1" ''
+	[[ $_doc =~ $_re ]] && printf -v "$1" '%s' "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+	return 0
+}
 
 # A TCP port for a side channel, distinct per case so leftovers never collide.
 bed_port() { echo $((18000 + RANDOM % 10000)); }
