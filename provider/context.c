@@ -246,15 +246,19 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 }
 
 const struct verbs_context_ops ibckpt_ctx_ops = {
+	.alloc_mw = ibckpt_alloc_mw,
 	.alloc_pd = ibckpt_alloc_pd,
 	.async_event = ibckpt_async_event,
 	.attach_mcast = ibckpt_attach_mcast,
+	.bind_mw = ibckpt_bind_mw,
 	.cq_event = ibckpt_cq_event,
 	.create_ah = ibckpt_create_ah,
 	.create_cq = ibckpt_create_cq,
+	.create_cq_ex = ibckpt_create_cq_ex,
 	.create_qp = ibckpt_create_qp,
 	.create_qp_ex = ibckpt_create_qp_ex,
 	.create_srq = ibckpt_create_srq,
+	.dealloc_mw = ibckpt_dealloc_mw,
 	.dealloc_pd = ibckpt_dealloc_pd,
 	.dereg_mr = ibckpt_dereg_mr,
 	.destroy_ah = ibckpt_destroy_ah,

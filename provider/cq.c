@@ -10,10 +10,21 @@
 #include <stdlib.h>
 #include "ibckpt.h"
 
-struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
-				struct ibv_comp_channel *channel, int comp_vector)
+/**
+ * ibckpt_cq_create() - create a shadow CQ and the vendor's CQ behind it
+ * @ctx: the shadow context
+ * @channel: the application's completion channel, or NULL
+ * @make: creates the vendor's CQ on @ctx->real, with the shadow as its
+ *	cq_context and the real channel standing for @channel
+ * @arg: passed to @make
+ *
+ * Shared by ibv_create_cq() and ibv_create_cq_ex(); libibverbs fills in the
+ * shadow's public fields (context, channel, cq_context) when it returns.
+ * Return: the shadow, or NULL with errno set.
+ */
+struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_channel *channel,
+				   ibckpt_make_cq_fn make, void *arg)
 {
-	struct ibckpt_context *ctx = to_ictx(context);
 	struct ibckpt_cq *cq = calloc(1, sizeof(*cq));
 	int err;
 
@@ -30,8 +41,7 @@ struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 		if (err)
 			goto err_free;
 	}
-	cq->real = ibv_create_cq(ctx->real, cqe, cq, cq->chan ? cq->chan->real : NULL,
-				 comp_vector);
+	cq->real = make(cq, cq->chan ? cq->chan->real : NULL, arg);
 	if (!cq->real) {
 		err = errno;
 		goto err_chan;
@@ -47,7 +57,7 @@ struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_add(ctx, &cq->obj, IBCKPT_SNAP_CQ);
 	ibckpt_gate_exit(&ctx->gate);
-	return &cq->ibv_cq;
+	return cq;
 
 err_cq:
 	ibv_destroy_cq(cq->real);
@@ -60,6 +70,27 @@ err_free:
 	free(cq);
 	errno = err;
 	return NULL;
+}
+
+struct make_cq_args {
+	int cqe, comp_vector;
+};
+
+static struct ibv_cq *make_cq(struct ibckpt_cq *cq, struct ibv_comp_channel *real_channel,
+			      void *arg)
+{
+	const struct make_cq_args *a = arg;
+
+	return ibv_create_cq(cq->ctx->real, a->cqe, cq, real_channel, a->comp_vector);
+}
+
+struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
+				struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct make_cq_args a = { .cqe = cqe, .comp_vector = comp_vector };
+	struct ibckpt_cq *cq = ibckpt_cq_create(to_ictx(context), channel, make_cq, &a);
+
+	return cq ? &cq->ibv_cq : NULL;
 }
 
 int ibckpt_destroy_cq(struct ibv_cq *ibcq)

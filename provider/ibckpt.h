@@ -92,6 +92,19 @@ struct ibckpt_mr {
 	uint64_t iova;
 };
 
+/*
+ * A memory window. Its rkey is the vendor's (a bind picks a new one). The
+ * last bind through ibv_bind_mw() or a posted IBV_WR_BIND_MW is kept for
+ * snapshots; it is the one in force once the send queue has drained.
+ */
+struct ibckpt_mw {
+	struct ibv_mw ibv_mw;
+	struct ibv_mw *real;
+	struct ibckpt_obj obj;
+	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR, NULL if unbound */
+	uint32_t bound_rkey;
+};
+
 struct ibckpt_ah {
 	struct ibv_ah ibv_ah;
 	struct ibv_ah *real;
@@ -112,7 +125,10 @@ struct ibckpt_channel {
 };
 
 struct ibckpt_cq {
-	struct ibv_cq ibv_cq;			/* libibverbs inits it (verbs_init_cq) */
+	union {					/* libibverbs inits it (verbs_init_cq) */
+		struct ibv_cq ibv_cq;
+		struct ibv_cq_ex cq_ex;		/* ibv_create_cq_ex() shadows */
+	};
 	struct ibckpt_cq *next;			/* in ctx->cqs, under ctx->lock */
 	struct ibv_cq *real;
 	struct ibckpt_context *ctx;
@@ -121,6 +137,7 @@ struct ibckpt_cq {
 	pthread_spinlock_t lock;		/* vcq and retirement via this CQ */
 	struct ibckpt_vcq vcq;
 	atomic_bool armed;			/* notification requested, not delivered */
+	struct ibv_wc cur;			/* cq_ex: the completion being read */
 };
 
 struct ibckpt_srq {
@@ -172,6 +189,11 @@ static inline struct ibckpt_mr *to_imr(struct ibv_mr *m)
 	return ibckpt_container_of(m, struct ibckpt_mr, vmr.ibv_mr);
 }
 
+static inline struct ibckpt_mw *to_imw(struct ibv_mw *m)
+{
+	return ibckpt_container_of(m, struct ibckpt_mw, ibv_mw);
+}
+
 static inline struct ibckpt_ah *to_iah(struct ibv_ah *a)
 {
 	return ibckpt_container_of(a, struct ibckpt_ah, ibv_ah);
@@ -180,6 +202,11 @@ static inline struct ibckpt_ah *to_iah(struct ibv_ah *a)
 static inline struct ibckpt_cq *to_icq(struct ibv_cq *c)
 {
 	return ibckpt_container_of(c, struct ibckpt_cq, ibv_cq);
+}
+
+static inline struct ibckpt_cq *to_icq_ex(struct ibv_cq_ex *c)
+{
+	return ibckpt_container_of(c, struct ibckpt_cq, cq_ex);
 }
 
 static inline struct ibckpt_srq *to_isrq(struct ibv_srq *s)
@@ -231,10 +258,20 @@ int ibckpt_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			     int access);
 int ibckpt_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ibckpt_dealloc_mw(struct ibv_mw *mw);
+int ibckpt_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey);
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibckpt_destroy_ah(struct ibv_ah *ah);
+typedef struct ibv_cq *(*ibckpt_make_cq_fn)(struct ibckpt_cq *cq,
+					    struct ibv_comp_channel *real_channel, void *arg);
+struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_channel *channel,
+				   ibckpt_make_cq_fn make, void *arg);
 struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 				struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *ibckpt_create_cq_ex(struct ibv_context *context,
+				      struct ibv_cq_init_attr_ex *attr);
 int ibckpt_destroy_cq(struct ibv_cq *cq);
 int ibckpt_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibckpt_req_notify_cq(struct ibv_cq *cq, int solicited_only);

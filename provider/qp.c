@@ -228,13 +228,51 @@ int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t 
 	return ibv_detach_mcast(to_iqp(ibqp)->real, gid, lid);
 }
 
+/* Memory window binds name shadow windows and MRs: the vendor gets the real ones. */
+static void binds_to_real(struct ibv_send_wr *wr)
+{
+	for (; wr; wr = wr->next) {
+		if (wr->opcode != IBV_WR_BIND_MW)
+			continue;
+		wr->bind_mw.mw = to_imw(wr->bind_mw.mw)->real;
+		if (wr->bind_mw.bind_info.mr)
+			wr->bind_mw.bind_info.mr = to_imr(wr->bind_mw.bind_info.mr)->real;
+	}
+}
+
+/*
+ * ... and back from the log, which holds the shadows of the 'logged' newest
+ * requests; the binds the vendor took (before 'rbad') are now the windows'.
+ */
+static void binds_to_shadow(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32_t logged,
+			    const struct ibv_send_wr *rbad)
+{
+	uint32_t i, first = ibckpt_wrlog_count(&qp->sq) - logged;
+	bool posted = true;
+
+	for (i = 0; wr; wr = wr->next, i++) {
+		const struct ibckpt_wr *e;
+
+		if (wr == rbad)
+			posted = false;
+		if (wr->opcode != IBV_WR_BIND_MW)
+			continue;
+		e = ibckpt_wrlog_at(&qp->sq, first + i, NULL, NULL);
+		wr->bind_mw.mw = e->ah;
+		wr->bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)e->swap;
+		if (posted)
+			ibckpt_mw_bound(to_imw(wr->bind_mw.mw), &wr->bind_mw.bind_info,
+					wr->bind_mw.rkey);
+	}
+}
+
 int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	struct ibckpt_context *ctx = qp->ctx;
 	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
 	struct ibv_ah *ah_stash[16];
-	uint32_t logged = 0, posted, i;
+	uint32_t logged = 0, posted, i, binds = 0;
 	bool ud = ibqp->qp_type == IBV_QPT_UD;
 	int ret = 0, err = 0;
 
@@ -244,6 +282,7 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		err = ibckpt_wrlog_send(&qp->sq, w);
 		if (err)
 			break;
+		binds += w->opcode == IBV_WR_BIND_MW;
 		logged++;
 	}
 	if (err) {
@@ -262,7 +301,11 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 			w->wr.ud.ah = to_iah(w->wr.ud.ah)->real;
 		}
 	}
+	if (__builtin_expect(binds, 0))
+		binds_to_real(wr);
 	ret = ibv_post_send(qp->real, wr, &rbad);
+	if (__builtin_expect(binds, 0))
+		binds_to_shadow(qp, wr, logged, rbad);
 	if (ud) {
 		const struct ibckpt_wr *e;
 

@@ -34,6 +34,8 @@ static uint64_t pinned_bytes(void)
 	return kb * 1024;
 }
 
+_Static_assert(IBV_WR_BIND_MW == IBCKPT_SNAP_WR_BIND_MW, "uapi names verbs' bind opcode");
+
 static uint32_t id_of_pd(struct ibv_pd *pd)
 {
 	return pd ? to_ipd(pd)->obj.id : 0;
@@ -96,6 +98,10 @@ static void add_wrs(struct snap_writer *w, const struct ibckpt_wrlog *log, uint3
 			r->ud_ah = to_iah(e->ah)->obj.id;
 			r->ud_remote_qpn = e->remote_qpn;
 			r->ud_remote_qkey = e->remote_qkey;
+		} else if (wq == IBCKPT_SNAP_WQ_SEND && e->opcode == IBV_WR_BIND_MW) {
+			/* uapi: the window in ud_ah, its MR in swap, handles both */
+			r->ud_ah = to_imw(e->ah)->obj.id;
+			r->swap = e->swap ? to_imr((struct ibv_mr *)(uintptr_t)e->swap)->obj.id : 0;
 		}
 		s = (struct ibckpt_snap_sge *)(r + 1);
 		for (k = 0; k < e->num_sge; k++) {
@@ -231,6 +237,23 @@ static void add_object(struct snap_writer *w, struct ibckpt_context *ctx, struct
 			r->vrkey = mr->vmr.ibv_mr.rkey;
 			r->lkey = mr->real->lkey;
 			r->rkey = mr->real->rkey;
+		}
+		break;
+	}
+	case IBCKPT_SNAP_MW: {
+		struct ibckpt_mw *mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+		struct ibckpt_snap_mw *r = snapw_add(w, IBCKPT_SNAP_MW, sizeof(*r));
+
+		if (r) {
+			r->handle = o->id;
+			r->pd = id_of_pd(mw->ibv_mw.pd);
+			r->type = mw->ibv_mw.type;
+			r->vrkey = mw->bound_rkey;
+			r->rkey = mw->bound_rkey;	/* the vendor's: virtual until a restart */
+			r->mr = mw->bind.mr ? to_imr(mw->bind.mr)->obj.id : 0;
+			r->addr = mw->bind.addr;
+			r->length = mw->bind.length;
+			r->access = mw->bind.mw_access_flags;
 		}
 		break;
 	}

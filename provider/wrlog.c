@@ -96,6 +96,16 @@ int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 	e->imm_data = wr->imm_data;
 	e->retired = 0;
 	switch (wr->opcode) {
+	case IBV_WR_BIND_MW:
+		/* The window, its new rkey and what it is bound to (shadows). */
+		e->ah = wr->bind_mw.mw;
+		e->rkey = wr->bind_mw.rkey;
+		e->remote_addr = wr->bind_mw.bind_info.addr;
+		e->compare_add = wr->bind_mw.bind_info.length;
+		e->swap = (uintptr_t)wr->bind_mw.bind_info.mr;
+		e->imm_data = wr->bind_mw.bind_info.mw_access_flags;
+		e->remote_qpn = e->remote_qkey = 0;
+		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		e->remote_addr = wr->wr.atomic.remote_addr;

@@ -35,7 +35,12 @@ enum ibckpt_wrlog_kind {
 	IBCKPT_WRLOG_SRQ,
 };
 
-/* One logged request. Fields a receive does not use stay zero. */
+/*
+ * One logged request. Fields a receive does not use stay zero. A memory
+ * window bind (IBV_WR_BIND_MW) keeps: ah = the window, rkey = its new rkey,
+ * remote_addr/compare_add = the bound address and length, swap = the MR
+ * (pointer), imm_data = the window's access flags.
+ */
 struct ibckpt_wr {
 	uint64_t wr_id;
 	uint64_t remote_addr;		/* RDMA and atomics */
@@ -95,6 +100,12 @@ int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr);
  * Unsignaled requests after the last signaled one complete silently.
  */
 uint32_t ibckpt_wrlog_signaled(const struct ibckpt_wrlog *log);
+
+/* The newest slot (the log is not empty). */
+static inline struct ibckpt_wr *ibckpt_wrlog_last(struct ibckpt_wrlog *log)
+{
+	return &log->wr[(log->tail - 1) & (log->size - 1)];
+}
 
 /* Forgets the newest 'n' slots: what the vendor refused to post. */
 void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n);

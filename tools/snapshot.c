@@ -21,12 +21,14 @@ static const size_t min_len[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_WR] = sizeof(struct ibckpt_snap_wr),
 	[IBCKPT_SNAP_WC] = sizeof(struct ibckpt_snap_wc),
 	[IBCKPT_SNAP_AH] = sizeof(struct ibckpt_snap_ah),
+	[IBCKPT_SNAP_MW] = sizeof(struct ibckpt_snap_mw),
 };
 
 static const char *const type_name[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_DEVICE] = "device", [IBCKPT_SNAP_PD] = "pd", [IBCKPT_SNAP_MR] = "mr",
 	[IBCKPT_SNAP_CQ] = "cq", [IBCKPT_SNAP_QP] = "qp", [IBCKPT_SNAP_SRQ] = "srq",
 	[IBCKPT_SNAP_WR] = "wr", [IBCKPT_SNAP_WC] = "wc", [IBCKPT_SNAP_AH] = "ah",
+	[IBCKPT_SNAP_MW] = "mw",
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -203,9 +205,13 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_WR: {
 		const struct ibckpt_snap_wr *w = pl;
 
-		fprintf(f, "    wr %#" PRIx64 ": queue %u of %u opcode %u flags %#x sge %u inline %u\n",
+		fprintf(f, "    wr %#" PRIx64 ": queue %u of %u opcode %u flags %#x sge %u inline %u",
 			(uint64_t)w->wr_id, w->wq, w->owner, w->opcode, w->send_flags, w->num_sge,
 			w->inline_len);
+		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_BIND_MW)
+			fprintf(f, " bind mw %u rkey %#x to mr %u", w->ud_ah, w->rkey,
+				(uint32_t)w->swap);
+		fputc('\n', f);
 		break;
 	}
 	case IBCKPT_SNAP_WC: {
@@ -220,6 +226,17 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 
 		gid_str(a->dgid, g);
 		fprintf(f, "  ah %u: pd %u dlid %u dgid %s\n", a->handle, a->pd, a->dlid, g);
+		break;
+	}
+	case IBCKPT_SNAP_MW: {
+		const struct ibckpt_snap_mw *m = pl;
+
+		fprintf(f, "  mw %u: pd %u type %u rkey %#x->%#x", m->handle, m->pd, m->type,
+			m->vrkey, m->rkey);
+		if (m->mr)
+			fprintf(f, " bound to mr %u addr %#" PRIx64 " len %" PRIu64 " access %#x",
+				m->mr, (uint64_t)m->addr, (uint64_t)m->length, m->access);
+		fputc('\n', f);
 		break;
 	}
 	}
@@ -333,7 +350,13 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		for (i = 0; i < w->num_sge; i++)
 			fprintf(f, "%s{\"addr\":%" PRIu64 ",\"length\":%u,\"lkey\":%u}",
 				i ? "," : "", (uint64_t)sg[i].addr, sg[i].length, sg[i].lkey);
-		fputs("]}", f);
+		fputc(']', f);
+		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_BIND_MW)
+			fprintf(f, ",\"bind\":{\"mw\":%u,\"mr\":%u,\"addr\":%" PRIu64
+				",\"length\":%" PRIu64 ",\"access\":%u}", w->ud_ah,
+				(uint32_t)w->swap, (uint64_t)w->remote_addr,
+				(uint64_t)w->compare_add, w->imm_data);
+		fputc('}', f);
 		break;
 	}
 	case IBCKPT_SNAP_WC: {
@@ -351,6 +374,15 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		gid_str(a->dgid, g);
 		fprintf(f, "{\"handle\":%u,\"pd\":%u,\"dlid\":%u,\"dgid\":\"%s\"}", a->handle,
 			a->pd, a->dlid, g);
+		break;
+	}
+	case IBCKPT_SNAP_MW: {
+		const struct ibckpt_snap_mw *m = pl;
+
+		fprintf(f, "{\"handle\":%u,\"pd\":%u,\"type\":%u,\"vrkey\":%u,\"rkey\":%u,"
+			"\"mr\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"access\":%u}",
+			m->handle, m->pd, m->type, m->vrkey, m->rkey, m->mr, (uint64_t)m->addr,
+			(uint64_t)m->length, m->access);
 		break;
 	}
 	}

@@ -199,6 +199,43 @@ static void atomics_and_sge_limit(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/*
+ * A window bind keeps the window, its new rkey and the bound range, not the
+ * RDMA fields its union would alias; a signaled bind retires like a send.
+ */
+static void bind_mw_logged_and_retired(void)
+{
+	struct ibckpt_wrlog log;
+	int mw_tag, mr_tag;
+	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED };
+	const struct ibckpt_wr *e;
+
+	wr.wr.rdma.remote_addr = 0xdead;	/* stale union contents */
+	wr.bind_mw.mw = (struct ibv_mw *)&mw_tag;
+	wr.bind_mw.rkey = 0x1201;
+	wr.bind_mw.bind_info.mr = (struct ibv_mr *)&mr_tag;
+	wr.bind_mw.bind_info.addr = 0x4000;
+	wr.bind_mw.bind_info.length = 128;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	CHECK_EQ(post(&log, 8, 0), 0);
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	e = ibckpt_wrlog_last(&log);
+	CHECK(e == ibckpt_wrlog_at(&log, 1, NULL, NULL));
+	CHECK(e->ah == (void *)&mw_tag);
+	CHECK_EQ(e->rkey, 0x1201);
+	CHECK_EQ(e->remote_addr, 0x4000);
+	CHECK_EQ(e->compare_add, 128);
+	CHECK_EQ(e->swap, (uintptr_t)&mr_tag);
+	CHECK_EQ(e->imm_data, IBV_ACCESS_REMOTE_WRITE);
+	CHECK_EQ(e->num_sge, 0);
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 1);
+	CHECK(ibckpt_wrlog_complete(&log, 9, true));
+	CHECK_EQ(ibckpt_wrlog_live(&log), 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -209,5 +246,6 @@ int main(void)
 	RUN(inline_payload_copied);
 	RUN(bounded_and_unpost);
 	RUN(atomics_and_sge_limit);
+	RUN(bind_mw_logged_and_retired);
 	return unit_done();
 }

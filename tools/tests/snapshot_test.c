@@ -160,6 +160,60 @@ static void writer_refuses_oversize(void)
 	snapw_free(&w);
 }
 
+/* A window bound to an MR, and the bind request that did it, in both forms. */
+static void memory_windows_and_binds_are_printed(void)
+{
+	struct snap_writer w;
+	struct ibckpt_snap_mw *m;
+	struct ibckpt_snap_wr *wr;
+	char *out = NULL, err[256] = "";
+	size_t n = 0;
+	FILE *f;
+
+	snapw_init(&w, 99, 3);
+	m = snapw_add(&w, IBCKPT_SNAP_MW, sizeof(*m));
+	m->handle = 5;
+	m->pd = 1;
+	m->type = 1;
+	m->vrkey = m->rkey = 0x2a01;
+	m->mr = 2;
+	m->addr = 0x1000;
+	m->length = 64;
+	m->access = 2;
+	wr = snapw_add(&w, IBCKPT_SNAP_WR, sizeof(*wr));
+	wr->wr_id = 7;
+	wr->owner = 3;
+	wr->wq = IBCKPT_SNAP_WQ_SEND;
+	wr->opcode = IBCKPT_SNAP_WR_BIND_MW;
+	wr->ud_ah = 5;
+	wr->rkey = 0x2a01;
+	wr->swap = 2;
+	wr->remote_addr = 0x1000;
+	wr->compare_add = 64;
+	wr->imm_data = 2;
+	CHECK_EQ(snapw_finish(&w), 0);
+	CHECK_EQ(validate(&w, err), 0);
+
+	f = open_memstream(&out, &n);
+	snap_print_json(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":1,\"vrkey\":10753,"
+			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2}]") != NULL);
+	CHECK(strstr(out, "\"bind\":{\"mw\":5,\"mr\":2,\"addr\":4096,\"length\":64,"
+			  "\"access\":2}") != NULL);
+	free(out);
+
+	out = NULL;
+	f = open_memstream(&out, &n);
+	snap_print_text(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "mw 5: pd 1 type 1 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
+	      != NULL);
+	CHECK(strstr(out, "bind mw 5 rkey 0x2a01 to mr 2") != NULL);
+	free(out);
+	snapw_free(&w);
+}
+
 int main(void)
 {
 	RUN(accepts_what_the_writer_builds);
@@ -169,5 +223,6 @@ int main(void)
 	RUN(refuses_record_overrun_and_short_payload);
 	RUN(refuses_wr_with_sges_beyond_its_record);
 	RUN(writer_refuses_oversize);
+	RUN(memory_windows_and_binds_are_printed);
 	return unit_done();
 }

@@ -81,6 +81,7 @@ enum ibckpt_snap_type {
 	IBCKPT_SNAP_WR,		/* struct ibckpt_snap_wr (+ SGEs, + inline data) */
 	IBCKPT_SNAP_WC,		/* struct ibckpt_snap_wc: a drained completion */
 	IBCKPT_SNAP_AH,		/* struct ibckpt_snap_ah */
+	IBCKPT_SNAP_MW,		/* struct ibckpt_snap_mw */
 	__IBCKPT_SNAP_TYPE_MAX
 };
 
@@ -227,7 +228,14 @@ enum ibckpt_snap_wq {
  *
  * Followed by @num_sge struct ibckpt_snap_sge, then @inline_len bytes of
  * inline payload copied at post time. @len of the record covers all three.
+ *
+ * A memory window bind (@opcode IBCKPT_SNAP_WR_BIND_MW) uses the fields as: @ud_ah
+ * the window's handle, @rkey its new rkey, @remote_addr and @compare_add
+ * the bound address and length, @swap the MR's handle (0: unbind),
+ * @imm_data the window's IBV_ACCESS_* flags.
  */
+#define IBCKPT_SNAP_WR_BIND_MW	8	/* IBV_WR_BIND_MW */
+
 struct ibckpt_snap_wr {
 	__u64 wr_id;
 	__u32 owner;
@@ -289,6 +297,31 @@ struct ibckpt_snap_ah {
 	__u8 hop_limit;
 	__u8 pad;
 	__u8 dgid[16];
+};
+
+/**
+ * struct ibckpt_snap_mw - memory window, with its last bind
+ * @handle: the window's handle
+ * @pd: handle of its PD
+ * @type: IBV_MW_TYPE_1 or IBV_MW_TYPE_2
+ * @vrkey: rkey the application holds
+ * @rkey: the vendor's rkey
+ * @mr: handle of the MR it is bound to, 0 if unbound
+ * @access: IBV_ACCESS_* flags of the bind
+ * @addr: start of the bound range
+ * @length: bytes bound
+ */
+struct ibckpt_snap_mw {
+	__u32 handle;
+	__u32 pd;
+	__u32 type;
+	__u32 vrkey;
+	__u32 rkey;
+	__u32 mr;
+	__u32 access;
+	__u32 pad;
+	__u64 addr;
+	__u64 length;
 };
 
 #endif /* _UAPI_LINUX_IBCKPT_SNAPSHOT_H */

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Memory windows. The application's MW is a shadow with the vendor's rkey.
+ *
+ * A type 1 bind (ibv_bind_mw) is a send-queue request the vendor posts
+ * itself: it is logged on the QP's send queue first, under the queue's lock,
+ * like any posted request, so that its completion retires it in order. The
+ * vendor chooses the new rkey; the shadow takes it. Type 2 binds are posted
+ * by the application as IBV_WR_BIND_MW requests (qp.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "ibckpt.h"
+
+struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
+{
+	struct ibckpt_mw *mw = calloc(1, sizeof(*mw));
+
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->real = ibv_alloc_mw(to_ipd(ibpd)->real, type);
+	if (!mw->real) {
+		free(mw);
+		return NULL;
+	}
+	mw->ibv_mw.context = ibpd->context;
+	mw->ibv_mw.pd = ibpd;
+	mw->ibv_mw.rkey = mw->real->rkey;
+	mw->ibv_mw.handle = mw->real->handle;
+	mw->ibv_mw.type = type;
+	mw->bound_rkey = mw->real->rkey;
+	ibckpt_obj_add(to_ictx(ibpd->context), &mw->obj, IBCKPT_SNAP_MW);
+	return &mw->ibv_mw;
+}
+
+int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct ibckpt_mw *mw = to_imw(ibmw);
+	struct ibckpt_context *ctx = to_ictx(ibmw->context);
+	int ret;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ret = ibv_dealloc_mw(mw->real);
+	if (!ret)
+		ibckpt_obj_del(ctx, &mw->obj);
+	ibckpt_gate_exit(&ctx->gate);
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
+/**
+ * ibckpt_mw_bound() - remember a bind posted on a window
+ * @mw: the shadow window
+ * @bind: the bind as the application gave it (shadow MR)
+ * @rkey: the rkey the window has once the bind completes
+ *
+ * Called with the posting QP's send-queue lock held, inside the gate.
+ */
+void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey)
+{
+	mw->bind = *bind;
+	mw->bound_rkey = rkey;
+}
+
+int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind *mw_bind)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_mw *mw = to_imw(ibmw);
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_mw_bind rb = *mw_bind;
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = { .mw = ibmw, .rkey = ibmw->rkey, .bind_info = mw_bind->bind_info },
+	};
+	int ret;
+
+	if (rb.bind_info.mr)
+		rb.bind_info.mr = to_imr(rb.bind_info.mr)->real;
+	ibckpt_gate_enter(&ctx->gate);
+	pthread_spin_lock(&qp->sq_lock);
+	ret = ibckpt_wrlog_send(&qp->sq, &wr);
+	if (!ret) {
+		ret = ibv_bind_mw(qp->real, mw->real, &rb);
+		if (ret) {
+			ibckpt_wrlog_unpost(&qp->sq, 1);
+		} else {
+			/* The vendor picked the window's next rkey. */
+			ibmw->rkey = mw->real->rkey;
+			ibckpt_wrlog_last(&qp->sq)->rkey = ibmw->rkey;
+			ibckpt_mw_bound(mw, &mw_bind->bind_info, ibmw->rkey);
+		}
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	ibckpt_gate_exit(&ctx->gate);
+	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	return ret;
+}

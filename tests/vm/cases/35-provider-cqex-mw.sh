@@ -1,0 +1,52 @@
+#!/bin/bash
+# Extended CQs and memory windows through ibckpt: excheck's completions
+# (ibv_start_poll and the ibv_wc_read_* accessors: wr_id, opcode, length,
+# immediate, QPN, flags, in order, once) are the same with and without
+# ibckpt, its CQ events name its own CQ, and RDMA writes land through type 1
+# and type 2 windows. Then, frozen after posting and before polling, its
+# completions are drained at the freeze and come back through ibv_start_poll
+# after the thaw, exactly once and in order; the snapshot holds both windows
+# with their binds.
+. "$(dirname "$0")/lib.sh"
+export IBCKPT_STATS=1
+prov=$PWD/provider/libibckpt
+x=tests/provider/bin/excheck
+# Without ibckpt only --single: Debian's rxe (rdma-core 44) breaks on an
+# ibv_end_poll() after ibv_next_poll() gave ENOENT (see excheck.c).
+$x rxe0 --single > "$T/direct" 2>&1 || fail "excheck without ibckpt: $(cat "$T/direct")"
+RDMAV_DRIVERS=$prov $x rxe0 --single > "$T/stacked1" 2>&1 ||
+	fail "excheck --single through ibckpt: $(cat "$T/stacked1")"
+RDMAV_DRIVERS=$prov $x rxe0 > "$T/stacked" 2>&1 || fail "excheck through ibckpt: $(cat "$T/stacked")"
+cat "$T/stacked"
+grep -Eq 'stats rxe0: .*poll_cq [1-9]' "$T/stacked" || fail "polls did not go through ibckpt"
+
+mkfifo "$T/in"
+RDMAV_DRIVERS=$prov setsid $x rxe0 --wait < "$T/in" > "$T/out" 2> "$T/err" &
+pid=$!
+exec 3> "$T/in"
+for _ in $(seq 100); do
+	grep -q posted "$T/out" && break
+	sleep 0.1
+done
+grep -q posted "$T/out" || fail "excheck did not post: $(cat "$T/err")"
+ibckpt -j freeze --timeout 10000 --persist 60 "$pid" > "$T/f" 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
+cat "$T/f"
+json_get v "$T/f" providers
+expect_eq 1 "$v" "providers asked to quiesce"
+json_get v "$T/f" drained
+expect_eq 6 "$v" "completions drained at the freeze (3 sends, 3 receives)"
+ibckpt -j dump "$pid" > "$T/d.json" || fail "dump"
+jq -e '.processes[0].mws | length == 2 and all(.mr != 0 and .length == 64 and .vrkey == .rkey)' \
+	"$T/d.json" > /dev/null || fail "windows in the snapshot: $(jq -c '.processes[0].mws' "$T/d.json")"
+jq -e '.processes[0].mws | map(.type) | sort == [1, 2]' "$T/d.json" > /dev/null ||
+	fail "window types in the snapshot: $(jq -c '.processes[0].mws' "$T/d.json")"
+tools/ibckpt-xcheck "$T/d.json" || fail "snapshot differs from the kernel's view"
+ibckpt thaw "$pid" > /dev/null || fail "thaw"
+echo go >&3
+exec 3>&-
+wait "$pid"
+rc=$?
+cat "$T/out" "$T/err"
+expect_eq 0 "$rc" "excheck exit status after freeze and thaw"
+grep -Eq 'stats rxe0: .*drained 6$' "$T/err" || fail "the provider did not drain 6: $(grep stats "$T/err")"
+pass
