@@ -156,6 +156,21 @@ struct ibckpt_qp_history {
 	unsigned int calls;
 };
 
+/*
+ * Staging of the ibv_wr_* API (qp_ex.c): the requests built since
+ * ibv_wr_start(), posted by ibv_wr_complete(). Used by one thread at a
+ * time, as the API requires; no lock of its own.
+ */
+struct ibckpt_qpx {
+	struct ibv_send_wr *wr;			/* max slots */
+	struct ibv_sge *sge;			/* max_sge per slot (at least one) */
+	uint8_t *inl;				/* max_inline bytes per slot */
+	uint32_t n, max, max_sge, max_inline;
+	int err;				/* first error since wr_start */
+	struct ibv_send_wr scratch;		/* absorbs setters after an error */
+	struct ibv_sge scratch_sge;
+};
+
 struct ibckpt_qp {
 	struct verbs_qp vqp;
 	struct ibv_qp *real;
@@ -167,6 +182,7 @@ struct ibckpt_qp {
 	struct ibckpt_wrlog sq, rq;
 	struct ibckpt_qp_history hist;
 	uint32_t qpn_gen;
+	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
 };
 
 static inline struct ibckpt_device *to_idev(struct ibv_device *d)
@@ -293,6 +309,11 @@ int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 int ibckpt_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
+/* qp_ex.c: the ibv_wr_* API on shadow QPs */
+int ibckpt_qpx_check(uint64_t flags);
+int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap);
+void ibckpt_qpx_free(struct ibckpt_qpx *s);
 
 /* Retire the logged request a completion reports (cq.c calls it, qp.c owns the logs). */
 void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc);

@@ -70,9 +70,14 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	struct ibckpt_qp *qp;
 	int err;
 
-	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-				IBV_QP_INIT_ATTR_MAX_TSO_HEADER)) {
-		/* XRC, RSS, extended post-send API, ...: not stacked yet. */
+	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				 IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     ibckpt_qpx_check(attr->send_ops_flags))) {
+		/* XRC, RSS, TSO or atomic-write post-send ops, ...: not stacked yet. */
+		ibckpt_dbg("create_qp: comp_mask %#x send_ops_flags %#llx not stacked",
+			   attr->comp_mask, (unsigned long long)attr->send_ops_flags);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -99,6 +104,8 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	if (!err && !qp->srq)
 		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
 					ra.cap.max_recv_sge, 0, false);
+	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap);
 	if (!err) {
 		pthread_spin_lock(&ctx->qpn_lock);
 		err = ibckpt_vidmap_insert(&ctx->qpns, qp->real->qp_num, qp->real->qp_num, qp,
@@ -109,6 +116,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		ibv_destroy_qp(qp->real);
 		ibckpt_wrlog_destroy(&qp->sq);
 		ibckpt_wrlog_destroy(&qp->rq);
+		ibckpt_qpx_free(qp->qpx);
 		free(qp);
 		errno = err;
 		return NULL;
@@ -180,6 +188,7 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_gate_exit(&ctx->gate);
 	ibckpt_wrlog_destroy(&qp->sq);
 	ibckpt_wrlog_destroy(&qp->rq);
+	ibckpt_qpx_free(qp->qpx);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);

@@ -5,7 +5,10 @@
  * application only sees its own CQ (completion event, cq_context), and an
  * unsupported wc_flags request fails with EOPNOTSUPP. Memory windows of both
  * types, bound with ibv_bind_mw() and with a posted IBV_WR_BIND_MW, take
- * RDMA writes through their rkeys.
+ * RDMA writes through their rkeys. A QP with the extended post-send API
+ * (ibv_wr_*) posts a batch of a send with immediate and inline data, an RDMA
+ * write from two SGEs, an RDMA read and two atomics, all landing, and an
+ * aborted batch posts nothing.
  *
  * One RC QP connected to itself over GID index 0, both queues on one
  * extended CQ with a completion channel. First the windows: each is bound
@@ -78,7 +81,9 @@ static void connect_self(struct ibv_context *ctx, struct ibv_qp *qp)
 	union ibv_gid gid;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-						    IBV_ACCESS_REMOTE_WRITE };
+						    IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
 
 	if (ibv_query_gid(ctx, 1, 0, &gid))
 		DIE("query_gid");
@@ -183,6 +188,106 @@ static void check_windows(struct ibv_pd *pd, struct ibv_qp *qp, struct ibv_mr *m
 	write_through(qp, mr, buf[6], buf[3], w.bind_mw.rkey, 303);
 }
 
+/* The ibv_wr_* API on a second QP sharing the CQ. */
+static void check_wr_api(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
+			 struct ibv_mr *mr, char (*buf)[64])
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .pd = pd,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 4, .max_send_sge = 2,
+			 .max_recv_sge = 1, .max_inline_data = 32 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+				  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qa);
+	uint64_t *counter = (uint64_t *)(void *)buf[7], *res = counter + 1;
+	char msg[32] = "inline, then overwritten";
+	int i;
+
+	if (!qp)
+		DIE("create_qp_ex with send_ops_flags");
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+	EXPECT(x && &x->qp_base == qp, "ibv_qp_to_qp_ex gives no extended QP");
+	if (!x)
+		return;
+	connect_self(ctx, qp);
+	memset(buf, 0, 8 * 64);
+	*counter = 10;
+
+	struct ibv_sge rs = { (uintptr_t)buf[0], 64, mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 400, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+	if (ibv_post_recv(qp, &r, &rbad))
+		DIE("post_recv");
+	strcpy(buf[4], "first SGE,");
+	strcpy(buf[5], "second SGE");
+	strcpy(buf[3], "read me back");
+	struct ibv_sge two[2] = { { (uintptr_t)buf[4], 10, mr->lkey },
+				  { (uintptr_t)buf[5], 10, mr->lkey } };
+
+	/*
+	 * Debian's rxe (rdma-core 44) needs IBV_SEND_INLINE with inline data,
+	 * and sums an SGE list as num_sge times the first length (fixed
+	 * upstream after v44): the SGEs are of equal length.
+	 */
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	x->wr_id = 500;
+	ibv_wr_send_imm(x, htobe32(7));
+	ibv_wr_set_inline_data(x, msg, sizeof(msg));
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 501;
+	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf[2]);
+	ibv_wr_set_sge_list(x, 2, two);
+	x->wr_id = 502;
+	ibv_wr_rdma_read(x, mr->rkey, (uintptr_t)buf[3]);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf[6], 16);
+	x->wr_id = 503;
+	ibv_wr_atomic_fetch_add(x, mr->rkey, (uintptr_t)counter, 5);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)res, 8);
+	memset(msg, 'x', sizeof(msg) - 1);	/* the API lets the caller reuse it */
+	EXPECT(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_one(cq, 400, IBV_WC_RECV);
+	for (i = 500; i <= 503; i++)
+		expect_one(cq, (uint64_t)i, i == 500 ? IBV_WC_SEND : i == 501 ? IBV_WC_RDMA_WRITE :
+				  i == 502 ? IBV_WC_RDMA_READ : IBV_WC_FETCH_ADD);
+	EXPECT(!strcmp(buf[0], "inline, then overwritten"), "inline payload: '%.32s'", buf[0]);
+	EXPECT(!strcmp(buf[2], "first SGE,second SGE"), "gathered write: '%.32s'", buf[2]);
+	EXPECT(!strcmp(buf[6], "read me back"), "RDMA read: '%.16s'", buf[6]);
+	EXPECT(*res == 10 && *counter == 15, "fetch-add: old %llu, now %llu",
+	       (unsigned long long)*res, (unsigned long long)*counter);
+
+	/* A second batch: compare-and-swap alone. */
+	ibv_wr_start(x);
+	x->wr_id = 504;
+	ibv_wr_atomic_cmp_swp(x, mr->rkey, (uintptr_t)counter, 15, 99);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)res, 8);
+	EXPECT(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_one(cq, 504, IBV_WC_COMP_SWAP);
+	EXPECT(*res == 15 && *counter == 99, "compare-and-swap: old %llu, now %llu",
+	       (unsigned long long)*res, (unsigned long long)*counter);
+
+	/* An aborted batch posts nothing: the next completion is the next batch's. */
+	ibv_wr_start(x);
+	x->wr_id = 600;
+	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf[1]);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf[4], 4);
+	ibv_wr_abort(x);
+	ibv_wr_start(x);
+	x->wr_id = 601;
+	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf[1]);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf[5], 6);
+	EXPECT(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_one(cq, 601, IBV_WC_RDMA_WRITE);
+	EXPECT(!strcmp(buf[1], "second"), "write after an abort: '%.16s'", buf[1]);
+	if (ibv_destroy_qp(qp))
+		DIE("destroy_qp");
+}
+
 /* Check the completion the poll functions just returned. */
 static void check_wc(struct ibv_cq_ex *cqx, struct ibv_qp *qp, int *ns, int *nr)
 {
@@ -229,7 +334,7 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx = NULL;
 	int i, n, cq_tag;
 	bool wait_stdin = false, single = false;
-	static char buf[8][64];
+	static char buf[8][64] __attribute__((aligned(64)));
 
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--wait"))
@@ -253,7 +358,8 @@ int main(int argc, char **argv)
 
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
-					    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND) : NULL;
+					    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND) : NULL;
 	struct ibv_mw *mws[2];
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
 
@@ -296,6 +402,7 @@ int main(int argc, char **argv)
 		DIE("create_qp");
 	connect_self(ctx, qp);
 	check_windows(pd, qp, mr, buf, mws);
+	check_wr_api(ctx, pd, cq, mr, buf);
 	memset(buf, 0, sizeof(buf));
 
 	for (i = 0; i < 3; i++) {

@@ -1,9 +1,10 @@
 #!/bin/bash
-# Extended CQs and memory windows through ibckpt: excheck's completions
+# Extended CQs, memory windows and the ibv_wr_* API through ibckpt: excheck's completions
 # (ibv_start_poll and the ibv_wc_read_* accessors: wr_id, opcode, length,
 # immediate, QPN, flags, in order, once) are the same with and without
-# ibckpt, its CQ events name its own CQ, and RDMA writes land through type 1
-# and type 2 windows. Then, frozen after posting and before polling, its
+# ibckpt, its CQ events name its own CQ, RDMA writes land through type 1
+# and type 2 windows, and a batch of the ibv_wr_* API (send with inline data
+# and immediate, gathered write, read, atomics; an aborted batch) lands. Then, frozen after posting and before polling, its
 # completions are drained at the freeze and come back through ibv_start_poll
 # after the thaw, exactly once and in order; the snapshot holds both windows
 # with their binds.

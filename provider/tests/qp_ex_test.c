@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The ibv_wr_* staging of shadow QPs (qp_ex.c), under ASan + UBSan: what
+ * ibv_wr_complete() hands to the post path, and what it refuses. The post
+ * path is replaced by a recorder.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include "../ibckpt.h"
+#define UNIT_SUITE "provider/qp_ex"
+#include "../../tests/unit/unit.h"
+
+bool ibckpt_debug;
+
+/* The recorder standing in for ibckpt_post_send(). */
+static struct {
+	int calls;
+	int n;
+	struct ibv_send_wr wr[8];
+	struct ibv_sge sge[8][2];
+	char inl[8][32];
+	int ret;
+} posted;
+
+int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	int i;
+
+	(void)qp;
+	posted.calls++;
+	for (posted.n = 0; wr && posted.n < 8; wr = wr->next, posted.n++) {
+		posted.wr[posted.n] = *wr;
+		for (i = 0; i < wr->num_sge && i < 2; i++)
+			posted.sge[posted.n][i] = wr->sg_list[i];
+		if (wr->send_flags & IBV_SEND_INLINE)
+			memcpy(posted.inl[posted.n], (void *)(uintptr_t)wr->sg_list[0].addr,
+			       wr->sg_list[0].length);
+	}
+	CHECK(wr == NULL);	/* the list ends */
+	*bad = NULL;
+	return posted.ret;
+}
+
+static struct ibckpt_qp *make_qp(uint64_t flags)
+{
+	static struct ibckpt_qp qp;
+	struct ibv_qp_cap cap = { .max_send_wr = 4, .max_send_sge = 2, .max_inline_data = 16 };
+
+	memset(&qp, 0, sizeof(qp));
+	memset(&posted, 0, sizeof(posted));
+	CHECK_EQ(ibckpt_qpx_init(&qp, flags, &cap), 0);
+	CHECK(qp.vqp.comp_mask & VERBS_QP_EX);
+	return &qp;
+}
+
+#define ALL (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE | \
+	     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |		  \
+	     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_LOCAL_INV |		  \
+	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |			  \
+	     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+
+static void only_what_maps_onto_a_send_wr(void)
+{
+	CHECK_EQ(ibckpt_qpx_check(ALL), 0);
+	CHECK_EQ(ibckpt_qpx_check(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO), EOPNOTSUPP);
+	CHECK_EQ(ibckpt_qpx_check(IBV_QP_EX_WITH_ATOMIC_WRITE), EOPNOTSUPP);
+
+	struct ibckpt_qp *qp = make_qp(IBV_QP_EX_WITH_SEND);
+
+	CHECK(qp->vqp.qp_ex.wr_send != NULL);
+	CHECK(qp->vqp.qp_ex.wr_rdma_write == NULL);	/* not asked for */
+	ibckpt_qpx_free(qp->qpx);
+}
+
+/* A batch becomes one list, in order, with each request's own fields. */
+static void batch_is_posted_as_built(void)
+{
+	struct ibckpt_qp *qp = make_qp(ALL);
+	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
+	struct ibv_sge two[2] = { { 0x1000, 10, 7 }, { 0x2000, 20, 8 } };
+	char msg[16] = "inline bytes";
+
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(x, htobe32(5));
+	ibv_wr_set_inline_data(x, msg, 13);
+	memset(msg, 0, sizeof(msg));		/* copied when set */
+	x->wr_id = 2;
+	x->wr_flags = 0;
+	ibv_wr_rdma_write(x, 0x55, 0xbeef);
+	ibv_wr_set_sge_list(x, 2, two);
+	x->wr_id = 3;
+	ibv_wr_atomic_cmp_swp(x, 0x66, 0xa0, 1, 2);
+	ibv_wr_set_sge(x, 9, 0x3000, 8);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.calls, 1);
+	CHECK_EQ(posted.n, 3);
+	CHECK_EQ(posted.wr[0].wr_id, 1);
+	CHECK_EQ(posted.wr[0].opcode, IBV_WR_SEND_WITH_IMM);
+	CHECK_EQ(posted.wr[0].imm_data, htobe32(5));
+	CHECK_EQ(posted.wr[0].send_flags, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	CHECK_EQ(posted.wr[0].num_sge, 1);
+	CHECK(!strcmp(posted.inl[0], "inline bytes"));
+	CHECK_EQ(posted.wr[1].opcode, IBV_WR_RDMA_WRITE);
+	CHECK_EQ(posted.wr[1].send_flags, 0);
+	CHECK_EQ(posted.wr[1].wr.rdma.rkey, 0x55);
+	CHECK_EQ(posted.wr[1].wr.rdma.remote_addr, 0xbeef);
+	CHECK_EQ(posted.wr[1].num_sge, 2);
+	CHECK_EQ(posted.sge[1][1].addr, 0x2000);
+	CHECK_EQ(posted.sge[1][1].length, 20);
+	CHECK_EQ(posted.wr[2].opcode, IBV_WR_ATOMIC_CMP_AND_SWP);
+	CHECK_EQ(posted.wr[2].wr.atomic.compare_add, 1);
+	CHECK_EQ(posted.wr[2].wr.atomic.swap, 2);
+	CHECK_EQ(posted.sge[2][0].lkey, 9);
+	/* the next batch starts empty */
+	ibv_wr_start(x);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.calls, 1);
+	ibckpt_qpx_free(qp->qpx);
+}
+
+/* Building errors are returned by wr_complete, and nothing is posted. */
+static void errors_post_nothing(void)
+{
+	struct ibckpt_qp *qp = make_qp(ALL);
+	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
+	struct ibv_sge three[3] = { { 1, 1, 1 }, { 2, 2, 2 }, { 3, 3, 3 } };
+	char big[32] = "";
+	int i;
+
+	ibv_wr_start(x);				/* more than the queue holds */
+	for (i = 0; i < 5; i++) {
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, 1, 0x10, 4);
+	}
+	CHECK_EQ(ibv_wr_complete(x), ENOMEM);
+	ibv_wr_start(x);				/* more SGEs than granted */
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, 3, three);
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);				/* more inline bytes than granted */
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, big, sizeof(big));
+	CHECK_EQ(ibv_wr_complete(x), ENOSPC);
+	ibv_wr_start(x);				/* XRC is not stacked */
+	ibv_wr_send(x);
+	ibv_wr_set_xrc_srqn(x, 5);
+	CHECK_EQ(ibv_wr_complete(x), EOPNOTSUPP);
+	ibv_wr_start(x);				/* aborted */
+	ibv_wr_send(x);
+	ibv_wr_abort(x);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.calls, 0);
+	/* and the QP works again afterwards */
+	ibv_wr_start(x);
+	x->wr_id = 77;
+	ibv_wr_send(x);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.calls, 1);
+	CHECK_EQ(posted.n, 1);
+	CHECK_EQ(posted.wr[0].wr_id, 77);
+	/* a vendor error comes back as is */
+	posted.ret = EAGAIN;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	CHECK_EQ(ibv_wr_complete(x), EAGAIN);
+	ibckpt_qpx_free(qp->qpx);
+}
+
+int main(void)
+{
+	RUN(only_what_maps_onto_a_send_wr);
+	RUN(batch_is_posted_as_built);
+	RUN(errors_post_nothing);
+	return unit_done();
+}
