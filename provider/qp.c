@@ -344,46 +344,26 @@ out:
 	return ret ? ret : err;
 }
 
+static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return ibv_post_recv(real, wr, bad);
+}
+
 int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	struct ibckpt_context *ctx = qp->ctx;
-	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
-	uint32_t logged = 0, posted;
-	int ret = 0, err = 0;
+	int ret;
 
 	if (qp->srq)		/* the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
 	ibckpt_gate_enter(&ctx->gate);
 	pthread_spin_lock(&qp->rq_lock);
-	for (w = wr; w; w = w->next) {
-		err = ibckpt_wrlog_recv(&qp->rq, w);
-		if (err)
-			break;
-		logged++;
-	}
-	if (err) {
-		*bad = w;
-		if (!logged)
-			goto out;
-		for (cut = wr; cut->next != w; cut = cut->next)
-			;
-		cut->next = NULL;
-	}
-	ret = ibv_post_recv(qp->real, wr, &rbad);
-	if (cut)
-		cut->next = *bad;
-	if (ret) {
-		for (posted = 0, w = wr; w && w != rbad; w = w->next)
-			posted++;
-		ibckpt_wrlog_unpost(&qp->rq, logged - posted);
-		*bad = rbad;
-	}
-out:
+	ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
 	pthread_spin_unlock(&qp->rq_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_recv, 1, memory_order_relaxed);
-	return ret ? ret : err;
+	return ret;
 }
 
 /**

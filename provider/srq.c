@@ -81,43 +81,22 @@ int ibckpt_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 	return ibv_get_srq_num(to_isrq(ibsrq)->real, srq_num);
 }
 
+static int vendor_post_srq_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return ibv_post_srq_recv(real, wr, bad);
+}
+
 int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct ibckpt_srq *srq = to_isrq(ibsrq);
 	struct ibckpt_context *ctx = to_ictx(ibsrq->context);
-	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
-	uint32_t logged = 0, posted;
-	int ret = 0, err = 0;
+	int ret;
 
 	ibckpt_gate_enter(&ctx->gate);
 	pthread_spin_lock(&srq->lock);
-	for (w = wr; w; w = w->next) {
-		err = ibckpt_wrlog_recv(&srq->rq, w);
-		if (err)
-			break;
-		logged++;
-	}
-	if (err) {
-		/* Post what fits, report the first that does not, as the vendor would. */
-		*bad = w;
-		if (!logged)
-			goto out;
-		for (cut = wr; cut->next != w; cut = cut->next)
-			;
-		cut->next = NULL;
-	}
-	ret = ibv_post_srq_recv(srq->real, wr, &rbad);
-	if (cut)
-		cut->next = w;
-	if (ret) {
-		for (posted = 0, w = wr; w && w != rbad; w = w->next)
-			posted++;
-		ibckpt_wrlog_unpost(&srq->rq, logged - posted);
-		*bad = rbad;
-	}
-out:
+	ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
 	pthread_spin_unlock(&srq->lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_srq_recv, 1, memory_order_relaxed);
-	return ret ? ret : err;
+	return ret;
 }

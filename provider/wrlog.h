@@ -113,6 +113,52 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n);
 /* Retires what a completion reports, with the queue kind's rule. False: no match. */
 bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool success);
 
+/* The vendor's post of a receive list to its queue 'real' (QP or SRQ). */
+typedef int (*ibckpt_vendor_post_recv)(void *real, struct ibv_recv_wr *wr,
+				       struct ibv_recv_wr **bad);
+
+/*
+ * Posts a receive list through the log: logs each request, hands what was
+ * logged to the vendor, forgets again what the vendor refused. A request the
+ * log cannot take ends the list there, as a full queue would: the ones
+ * before it are posted and it is reported in *bad. The caller holds the
+ * queue's lock. Inline, so that 'post' is a direct call in each caller.
+ * Return: 0, the vendor's error or the log's (ENOMEM, EINVAL).
+ */
+static inline int ibckpt_wrlog_post_recv(struct ibckpt_wrlog *log, void *real,
+					 ibckpt_vendor_post_recv post,
+					 struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
+	uint32_t logged = 0, posted;
+	int ret, err = 0;
+
+	for (w = wr; w; w = w->next) {
+		err = ibckpt_wrlog_recv(log, w);
+		if (err)
+			break;
+		logged++;
+	}
+	if (err) {
+		*bad = w;
+		if (!logged)
+			return err;
+		for (cut = wr; cut->next != w; cut = cut->next)
+			;
+		cut->next = NULL;
+	}
+	ret = post(real, wr, &rbad);
+	if (cut)
+		cut->next = w;
+	if (!ret)
+		return err;
+	for (posted = 0, w = wr; w && w != rbad; w = w->next)
+		posted++;
+	ibckpt_wrlog_unpost(log, logged - posted);
+	*bad = rbad;
+	return ret;
+}
+
 /*
  * i-th slot from the head (0 = oldest) with its SGEs and inline bytes, NULL
  * past the end; skip slots marked retired (SRQ holes).

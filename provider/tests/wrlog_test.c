@@ -236,6 +236,70 @@ static void bind_mw_logged_and_retired(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/* A vendor whose queue takes 'room' more receives, then refuses with ENOMEM. */
+static int room, vendor_calls;
+static uint64_t vendor_got[8];
+
+static int fake_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	int n = 0;
+
+	(void)real;
+	vendor_calls++;
+	for (; wr; wr = wr->next, n++) {
+		if (!room) {
+			*bad = wr;
+			return ENOMEM;
+		}
+		room--;
+		vendor_got[n] = wr->wr_id;
+	}
+	return 0;
+}
+
+/*
+ * Posting a list through the log: what the vendor refuses is forgotten, what
+ * the log cannot take ends the list (reported in *bad), and the
+ * application's list is given back unchanged either way.
+ */
+static void post_recv_through_the_log(void)
+{
+	struct ibckpt_wrlog log;
+	struct ibv_sge sge = { .length = 8 };
+	struct ibv_recv_wr w[4], *bad = NULL;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		w[i] = (struct ibv_recv_wr){ .wr_id = 10 + i, .sg_list = &sge, .num_sge = 1,
+					     .next = i < 3 ? &w[i + 1] : NULL };
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_RQ, 2, 1, 0, false), 0);
+	CHECK_EQ(log.size, 4);
+	/* the vendor takes two of four: two logged */
+	room = 2;
+	CHECK_EQ(ibckpt_wrlog_post_recv(&log, NULL, fake_post_recv, w, &bad), ENOMEM);
+	CHECK(bad == &w[2]);
+	CHECK_EQ(ibckpt_wrlog_count(&log), 2);
+	CHECK_EQ(vendor_got[1], 11);
+	/* the log holds two more: the list is cut before the fifth slot... */
+	room = 8;
+	w[3].next = NULL;
+	bad = NULL;
+	CHECK_EQ(ibckpt_wrlog_post_recv(&log, NULL, fake_post_recv, &w[1], &bad), ENOMEM);
+	CHECK(bad == &w[3]);			/* the first the log refused */
+	CHECK_EQ(ibckpt_wrlog_count(&log), 4);
+	CHECK(w[2].next == &w[3]);		/* ...and mended afterwards */
+	CHECK_EQ(vendor_got[0], 11);
+	CHECK_EQ(vendor_got[1], 12);
+	/* a full log posts nothing at all */
+	i = vendor_calls;
+	CHECK_EQ(ibckpt_wrlog_post_recv(&log, NULL, fake_post_recv, &w[3], &bad), ENOMEM);
+	CHECK_EQ(vendor_calls, i);
+	/* in order: each completion retires the oldest */
+	CHECK(ibckpt_wrlog_complete(&log, 10, true));
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 11);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -247,5 +311,6 @@ int main(void)
 	RUN(bounded_and_unpost);
 	RUN(atomics_and_sge_limit);
 	RUN(bind_mw_logged_and_retired);
+	RUN(post_recv_through_the_log);
 	return unit_done();
 }
