@@ -187,6 +187,10 @@ static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
+/*
+ * Called under ibckpt_sessions_lock: the list's reference keeps @s, and with
+ * it the err_pid reference, alive.
+ */
 static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *cb,
 				  struct ibckpt_session *s, u32 pgid)
 {
@@ -222,7 +226,8 @@ static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *
 	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_DRAINED, q.drained, IBCKPT_SESSION_A_PAD) ||
 	    nla_put_u32(skb, IBCKPT_SESSION_A_OUTSTANDING, q.outstanding) ||
 	    (q.err && (nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_ERR, q.err) ||
-		       nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_PID, q.err_tgid)))) {
+		       nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_PID,
+				   pid_nr_ns(q.err_pid, task_active_pid_ns(current)))))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

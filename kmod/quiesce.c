@@ -61,7 +61,7 @@ void ibckpt_quiesce_begin(struct ibckpt_session *s)
 			spin_lock(&s->lock);
 			if (!s->q.err) {
 				s->q.err = ENOBUFS;
-				s->q.err_tgid = pid_nr(p->tgid);
+				s->q.err_pid = get_pid(p->tgid);
 			}
 			spin_unlock(&s->lock);
 		}
@@ -134,7 +134,7 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 			s->q.outstanding += q->n_outstanding;
 			if (q->status && !s->q.err) {
 				s->q.err = q->status;
-				s->q.err_tgid = pid_nr(p->tgid);
+				s->q.err_pid = get_pid(p->tgid);
 			}
 		}
 		spin_unlock(&s->lock);

@@ -47,6 +47,7 @@ static void ibckpt_session_free(struct kref *ref)
 		put_pid(thr->pid);
 		kfree(thr);
 	}
+	put_pid(s->q.err_pid);
 	put_pid(s->pgrp);
 	kfree(s);
 }

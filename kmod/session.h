@@ -42,7 +42,8 @@ struct ibckpt_thread {
  * @drained: completions they moved to private queues
  * @outstanding: sends still posted when they stopped waiting
  * @err: positive errno of the first provider that failed, 0
- * @err_tgid: that provider's process, in the initial pid namespace
+ * @err_pid: that provider's process (a reference, put when the session is
+ *	freed), reported in each reader's pid namespace
  */
 struct ibckpt_quiesce {
 	u32 providers;
@@ -50,7 +51,7 @@ struct ibckpt_quiesce {
 	u64 drained;
 	u32 outstanding;
 	u32 err;
-	pid_t err_tgid;
+	struct pid *err_pid;
 };
 
 /**

@@ -30,6 +30,13 @@
 #include "linux/ibckpt.h"
 #include "ibckpt.h"
 
+/*
+ * Fault injection for tests (Documentation/testing.rst):
+ * IBCKPT_FAULT_QUIESCE=ERRNO answers every quiesce with that error once the
+ * gates are closed, as a failed snapshot would.
+ */
+static int fault_quiesce;
+
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ctl_pid;			/* process that started it (fork resets) */
 
@@ -218,6 +225,8 @@ static void *control_main(void *arg)
 			pthread_mutex_lock(&ibckpt_ctx_lock);
 			quiesce(&q, &incomplete);
 			if (!q.status)
+				q.status = fault_quiesce;
+			if (!q.status)
 				q.status = give_snapshot(fd, ev.session, q.n_outstanding, incomplete);
 			pthread_mutex_unlock(&ibckpt_ctx_lock);
 			if (q.status == ESRCH)
@@ -254,6 +263,7 @@ void ibckpt_control_start(void)
 	if (ctl_pid == getpid() || getenv("IBCKPT_NO_CONTROL"))
 		goto out;
 	ctl_pid = getpid();
+	fault_quiesce = (int)env_ms("IBCKPT_FAULT_QUIESCE", 0);
 	fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		ibckpt_dbg("no /dev/%s (%s): no control thread", IBCKPT_DEVICE_NAME,

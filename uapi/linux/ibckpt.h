@@ -230,7 +230,7 @@ enum ibckpt_session_attr {
 	IBCKPT_SESSION_A_DRAINED,	/* u64: completions moved to private queues */
 	IBCKPT_SESSION_A_OUTSTANDING,	/* u32: sends still posted at the bound */
 	IBCKPT_SESSION_A_QUIESCE_ERR,	/* u32: errno a provider failed with, 0 */
-	IBCKPT_SESSION_A_QUIESCE_PID,	/* u32: tgid of that provider */
+	IBCKPT_SESSION_A_QUIESCE_PID,	/* u32: tgid of that provider (reader's pid ns) */
 
 	__IBCKPT_SESSION_A_MAX,
 	IBCKPT_SESSION_A_MAX = __IBCKPT_SESSION_A_MAX - 1
