@@ -33,9 +33,11 @@
 /*
  * Fault injection for tests (Documentation/testing.rst):
  * IBCKPT_FAULT_QUIESCE=ERRNO answers every quiesce with that error once the
- * gates are closed, as a failed snapshot would.
+ * gates are closed, as a failed snapshot would; IBCKPT_FAULT_NO_ANSWER=1
+ * closes the gates and never answers, as a stuck control thread would.
  */
 static int fault_quiesce;
+static bool fault_no_answer;
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ctl_pid;			/* process that started it (fork resets) */
@@ -229,7 +231,7 @@ static void *control_main(void *arg)
 			if (!q.status)
 				q.status = give_snapshot(fd, ev.session, q.n_outstanding, incomplete);
 			pthread_mutex_unlock(&ibckpt_ctx_lock);
-			if (q.status == ESRCH)
+			if (q.status == ESRCH || fault_no_answer)
 				continue;	/* abandoned: nobody waits for the answer */
 			if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
 				ibckpt_dbg("answer to session %llu: %s",
@@ -264,6 +266,7 @@ void ibckpt_control_start(void)
 		goto out;
 	ctl_pid = getpid();
 	fault_quiesce = (int)env_ms("IBCKPT_FAULT_QUIESCE", 0);
+	fault_no_answer = env_ms("IBCKPT_FAULT_NO_ANSWER", 0) != 0;
 	fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		ibckpt_dbg("no /dev/%s (%s): no control thread", IBCKPT_DEVICE_NAME,

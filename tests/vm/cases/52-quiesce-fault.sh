@@ -1,47 +1,54 @@
 #!/bin/bash
-# A provider that fails to quiesce (fault injected: IBCKPT_FAULT_QUIESCE=5,
-# EIO, after its gates closed) aborts the freeze: `ibckpt freeze` exits
-# non-zero naming the process, in the caller's own pid namespace, and the
-# error; the group is left running, the provider reopens its gates and the
-# program completes with nothing lost. Run once in the initial pid namespace
-# and once from inside a new one (unshare -p).
+# A provider that fails to quiesce aborts the freeze, and so does one that
+# never answers (fault injection in the provider). `ibckpt freeze` exits
+# non-zero with a clear message: for a failure, it names the process, in the
+# caller's own pid namespace, and the error; for silence, how many providers
+# did not answer within the timeout. The group is left running, the provider
+# reopens its gates and the program completes with nothing lost. The failure
+# is tried in the initial pid namespace and from inside a new one.
 . "$(dirname "$0")/lib.sh"
-export RDMAV_DRIVERS=$PWD/provider/libibckpt IBCKPT_FAULT_QUIESCE=5
+export RDMAV_DRIVERS=$PWD/provider/libibckpt
 x=$PWD/tests/provider/bin/excheck
 
-# One round: start excheck, fail its freeze, let it finish. Prints its pid as
-# this shell's namespace sees it on fd 4 (stdout is the log).
+# round DIR TIMEOUT_MS MESSAGE: start excheck, fail its freeze with MESSAGE
+# (%PID% stands for its pid as this shell sees it), let it finish.
 round() {
-	local in=$1 pid fe=$1.fe
+	local in=$1/in pid want
+	mkdir -p "$1"
 	mkfifo "$in"
-	setsid "$x" rxe0 --wait < "$in" > "$in.out" 2> "$in.err" &
+	setsid "$x" rxe0 --wait < "$in" > "$1/out" 2> "$1/err" &
 	pid=$!
 	exec 3> "$in"
 	for _ in $(seq 100); do
-		grep -q posted "$in.out" && break
+		grep -q posted "$1/out" && break
 		sleep 0.1
 	done
-	grep -q posted "$in.out" || { echo "excheck did not post: $(cat "$in.err")"; return 1; }
-	if ibckpt freeze --timeout 10000 "$pid" > /dev/null 2> "$fe"; then
+	grep -q posted "$1/out" || { echo "excheck did not post: $(cat "$1/err")"; return 1; }
+	if ibckpt freeze --timeout "$2" "$pid" > /dev/null 2> "$1/fe"; then
 		echo "freeze succeeded although the provider failed"
 		return 1
 	fi
-	cat "$fe"
-	grep -q "the provider of process $pid could not quiesce (Input/output error); the group was left running" "$fe" ||
-		{ echo "no clear error naming process $pid"; return 1; }
+	cat "$1/fe"
+	want=${3//%PID%/$pid}
+	grep -qF "$want" "$1/fe" || { echo "expected: $want"; return 1; }
 	if ibckpt -j status "$pid" | grep -q '"state":"frozen"'; then
 		echo "the group is frozen after a failed freeze"
 		return 1
 	fi
 	echo go >&3
 	exec 3>&-
-	wait "$pid" || { echo "excheck after the failed freeze: $(cat "$in.err")"; return 1; }
+	wait "$pid" || { echo "excheck after the failed freeze: $(cat "$1/err")"; return 1; }
 	echo "round ok: process $pid"
 }
 
-round "$T/a" || fail "initial pid namespace"
+failed="the provider of process %PID% could not quiesce (Input/output error); the group was left running"
+IBCKPT_FAULT_QUIESCE=5 round "$T/a" 10000 "$failed" || fail "a failing provider"
 export -f round
-export T x
-unshare -p -f --mount-proc bash -c '. tests/vm/cases/lib.sh; round "$0/b"' "$T" ||
-	fail "from inside a new pid namespace"
+export x failed
+IBCKPT_FAULT_QUIESCE=5 unshare -p -f --mount-proc \
+	bash -c '. tests/vm/cases/lib.sh; round "$0/b" 10000 "$failed"' "$T" ||
+	fail "a failing provider, from inside a new pid namespace"
+IBCKPT_FAULT_NO_ANSWER=1 round "$T/c" 2000 \
+	"1 of 1 providers did not quiesce within 2000 ms; the group was left running" ||
+	fail "a provider that never answers"
 pass
