@@ -135,6 +135,8 @@ struct ibv_cq_ex *ibckpt_create_cq_ex(struct ibv_context *context,
 	cq = ibckpt_cq_create(to_ictx(context), attr->channel, make_cq_ex, attr);
 	if (!cq)
 		return NULL;
+	cq->ex = true;
+	cq->wc_flags = attr->wc_flags;
 	x = &cq->cq_ex;
 	x->start_poll = cqx_start_poll;
 	x->next_poll = cqx_next_poll;

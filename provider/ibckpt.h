@@ -138,6 +138,8 @@ struct ibckpt_cq {
 	struct ibckpt_vcq vcq;
 	atomic_bool armed;			/* notification requested, not delivered */
 	struct ibv_wc cur;			/* cq_ex: the completion being read */
+	uint64_t wc_flags;			/* cq_ex: as created */
+	bool ex;				/* created by ibv_create_cq_ex() */
 };
 
 struct ibckpt_srq {
@@ -162,6 +164,7 @@ struct ibckpt_qp_history {
  * time, as the API requires; no lock of its own.
  */
 struct ibckpt_qpx {
+	uint64_t flags;				/* send_ops_flags, as created */
 	struct ibv_send_wr *wr;			/* max slots */
 	struct ibv_sge *sge;			/* max_sge per slot (at least one) */
 	uint8_t *inl;				/* max_inline bytes per slot */

@@ -278,6 +278,7 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 
 	if (!s)
 		return ENOMEM;
+	s->flags = flags;
 	s->max = (uint32_t)slots;
 	s->max_sge = cap->max_send_sge;
 	s->max_inline = cap->max_inline_data;

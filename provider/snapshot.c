@@ -134,6 +134,7 @@ static void add_qp(struct snap_writer *w, struct ibckpt_qp *qp)
 	r->qp_type = q->qp_type;
 	r->vqpn = q->qp_num;
 	r->qpn = qp->real->qp_num;
+	r->send_ops_flags = qp->qpx ? qp->qpx->flags : 0;
 	if (!ibv_query_qp(qp->real, &a, QP_ATTR_ALL, &init)) {
 		r->state = a.qp_state;
 		r->dest_qpn = a.dest_qp_num;
@@ -188,6 +189,8 @@ static void add_cq(struct snap_writer *w, struct ibckpt_cq *cq)
 	r->n_drained = ibckpt_vcq_count(&cq->vcq);
 	r->comp_channel = cq->chan != NULL;
 	r->armed = atomic_load(&cq->armed);
+	r->ex = cq->ex;
+	r->wc_flags = cq->wc_flags;
 	for (i = 0; (wc = ibckpt_vcq_at(&cq->vcq, i)) != NULL; i++) {
 		struct ibckpt_snap_wc *s = snapw_add(w, IBCKPT_SNAP_WC, sizeof(*s));
 

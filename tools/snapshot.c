@@ -177,9 +177,12 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_CQ: {
 		const struct ibckpt_snap_cq *c = pl;
 
-		fprintf(f, "  cq %u: device %u cqe %u drained %u%s%s\n", c->handle, c->device,
+		fprintf(f, "  cq %u: device %u cqe %u drained %u%s%s", c->handle, c->device,
 			c->cqe, c->n_drained, c->comp_channel ? " channel" : "",
 			c->armed ? " armed" : "");
+		if (c->ex)
+			fprintf(f, " ex wc_flags %#" PRIx64, (uint64_t)c->wc_flags);
+		fputc('\n', f);
 		break;
 	}
 	case IBCKPT_SNAP_QP: {
@@ -303,8 +306,10 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		const struct ibckpt_snap_cq *c = pl;
 
 		fprintf(f, "{\"handle\":%u,\"device\":%u,\"cqe\":%u,\"drained\":%u,"
-			"\"channel\":%s,\"armed\":%s}", c->handle, c->device, c->cqe, c->n_drained,
-			c->comp_channel ? "true" : "false", c->armed ? "true" : "false");
+			"\"channel\":%s,\"armed\":%s,\"ex\":%s,\"wc_flags\":%" PRIu64 "}",
+			c->handle, c->device, c->cqe, c->n_drained,
+			c->comp_channel ? "true" : "false", c->armed ? "true" : "false",
+			c->ex ? "true" : "false", (uint64_t)c->wc_flags);
 		break;
 	}
 	case IBCKPT_SNAP_QP: {
@@ -319,14 +324,15 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 			"\"is_global\":%u,\"sgid_index\":%u,\"hop_limit\":%u,\"dlid\":%u,"
 			"\"dgid\":\"%s\",\"max_send_wr\":%u,\"max_recv_wr\":%u,\"max_send_sge\":%u,"
 			"\"max_recv_sge\":%u,\"max_inline_data\":%u,\"sq_sig_all\":%u,"
-			"\"send_wr\":%u,\"recv_wr\":%u,\"modify\":%u}",
+			"\"send_wr\":%u,\"recv_wr\":%u,\"modify\":%u,\"send_ops_flags\":%" PRIu64
+			"}",
 			q->handle, q->pd, q->send_cq, q->recv_cq, q->srq, q->qp_type, q->vqpn,
 			q->qpn, q->state, q->dest_qpn, q->sq_psn, q->rq_psn, q->qkey, q->access,
 			q->path_mtu, q->timeout, q->retry_cnt, q->rnr_retry, q->min_rnr_timer,
 			q->max_rd_atomic, q->max_dest_rd_atomic, q->port_num, q->sl, q->is_global,
 			q->sgid_index, q->hop_limit, q->dlid, g, q->max_send_wr, q->max_recv_wr,
 			q->max_send_sge, q->max_recv_sge, q->max_inline_data, q->sq_sig_all,
-			q->n_send_wr, q->n_recv_wr, q->n_modify);
+			q->n_send_wr, q->n_recv_wr, q->n_modify, (uint64_t)q->send_ops_flags);
 		break;
 	}
 	case IBCKPT_SNAP_SRQ: {

@@ -214,6 +214,41 @@ static void memory_windows_and_binds_are_printed(void)
 	snapw_free(&w);
 }
 
+/* What a restart needs to recreate an extended CQ and an ibv_wr_* QP. */
+static void extended_cq_and_qp_are_printed(void)
+{
+	struct snap_writer w;
+	struct ibckpt_snap_cq *c;
+	struct ibckpt_snap_qp *q;
+	char *out = NULL, err[256] = "";
+	size_t n = 0;
+	FILE *f;
+
+	snapw_init(&w, 5, 1);
+	c = snapw_add(&w, IBCKPT_SNAP_CQ, sizeof(*c));
+	c->handle = 4;
+	c->ex = 1;
+	c->wc_flags = 127;
+	q = snapw_add(&w, IBCKPT_SNAP_QP, sizeof(*q));
+	q->handle = 6;
+	q->send_ops_flags = 0x7c;
+	CHECK_EQ(snapw_finish(&w), 0);
+	CHECK_EQ(validate(&w, err), 0);
+	f = open_memstream(&out, &n);
+	snap_print_json(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "\"armed\":false,\"ex\":true,\"wc_flags\":127}") != NULL);
+	CHECK(strstr(out, "\"modify\":0,\"send_ops_flags\":124}") != NULL);
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &n);
+	snap_print_text(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "cq 4: device 0 cqe 0 drained 0 ex wc_flags 0x7f\n") != NULL);
+	free(out);
+	snapw_free(&w);
+}
+
 int main(void)
 {
 	RUN(accepts_what_the_writer_builds);
@@ -224,5 +259,6 @@ int main(void)
 	RUN(refuses_wr_with_sges_beyond_its_record);
 	RUN(writer_refuses_oversize);
 	RUN(memory_windows_and_binds_are_printed);
+	RUN(extended_cq_and_qp_are_printed);
 	return unit_done();
 }

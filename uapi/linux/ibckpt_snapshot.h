@@ -146,6 +146,9 @@ struct ibckpt_snap_mr {
  * @n_drained: completions held in its private queue (as WC records)
  * @comp_channel: 1 if bound to a completion channel
  * @armed: 1 if a notification was requested and not yet delivered
+ * @ex: 1 if created with ibv_create_cq_ex()
+ * @pad: 0
+ * @wc_flags: its IBV_WC_EX_WITH_* flags (@ex only)
  */
 struct ibckpt_snap_cq {
 	__u32 handle;
@@ -154,6 +157,9 @@ struct ibckpt_snap_cq {
 	__u32 n_drained;
 	__u32 comp_channel;
 	__u32 armed;
+	__u32 ex;
+	__u32 pad;
+	__u64 wc_flags;
 };
 
 /**
@@ -202,6 +208,7 @@ struct ibckpt_snap_qp {
 	__u32 n_recv_wr;	/* outstanding receive WRs (as WR records) */
 	__u32 n_modify;		/* modify_qp calls logged */
 	__u32 pad;
+	__u64 send_ops_flags;	/* IBV_QP_EX_WITH_*: the ibv_wr_* API, 0 if not asked for */
 };
 
 /**

@@ -41,6 +41,8 @@ jq -e '.processes[0].mws | length == 2 and all(.mr != 0 and .length == 64 and .v
 	"$T/d.json" > /dev/null || fail "windows in the snapshot: $(jq -c '.processes[0].mws' "$T/d.json")"
 jq -e '.processes[0].mws | map(.type) | sort == [1, 2]' "$T/d.json" > /dev/null ||
 	fail "window types in the snapshot: $(jq -c '.processes[0].mws' "$T/d.json")"
+jq -e '.processes[0].cqs | length == 1 and .[0].ex == true and .[0].wc_flags == 127' \
+	"$T/d.json" > /dev/null || fail "extended CQ in the snapshot: $(jq -c '.processes[0].cqs' "$T/d.json")"
 tools/ibckpt-xcheck "$T/d.json" || fail "snapshot differs from the kernel's view"
 ibckpt thaw "$pid" > /dev/null || fail "thaw"
 echo go >&3
