@@ -300,6 +300,32 @@ static void post_recv_through_the_log(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/* Receive slots are reused without a memset: nothing stale may show. */
+static void recv_slots_reused_clean(void)
+{
+	struct ibckpt_wrlog log;
+	struct ibv_sge sge = { .addr = 1, .length = 2, .lkey = 3 };
+	struct ibv_recv_wr r = { .sg_list = &sge, .num_sge = 1 };
+	const struct ibckpt_wr *e;
+	int i;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SRQ, 2, 1, 0, false), 0);
+	for (i = 0; i < 12; i++) {	/* three times round the ring */
+		r.wr_id = 100 + i;
+		CHECK_EQ(ibckpt_wrlog_recv(&log, &r), 0);
+		e = ibckpt_wrlog_at(&log, ibckpt_wrlog_count(&log) - 1, NULL, NULL);
+		CHECK_EQ(e->wr_id, 100 + i);
+		CHECK_EQ(e->retired, 0);
+		CHECK_EQ(e->opcode, 0);
+		CHECK_EQ(e->send_flags, 0);
+		CHECK_EQ(e->remote_addr, 0);
+		CHECK_EQ(e->inline_len, 0);
+		CHECK(ibckpt_wrlog_complete(&log, 100 + i, true));
+	}
+	CHECK_EQ(ibckpt_wrlog_live(&log), 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -312,5 +338,6 @@ int main(void)
 	RUN(atomics_and_sge_limit);
 	RUN(bind_mw_logged_and_retired);
 	RUN(post_recv_through_the_log);
+	RUN(recv_slots_reused_clean);
 	return unit_done();
 }

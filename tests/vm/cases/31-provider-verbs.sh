@@ -3,7 +3,9 @@
 # provider as without it: the rdma-core examples (each also with -e,
 # completion events), perftest latency/bandwidth, rdma_cm programs. Where rxe
 # lacks a feature (XRC) the program fails the same way both times. The
-# provider's statistics prove every stacked run went through it.
+# provider's statistics prove every stacked run went through it. A run that
+# fails, direct or through ibckpt, gets one more try (soft-RoCE under
+# emulation loses packets on a busy host); both tries are logged.
 . "$(dirname "$0")/lib.sh"
 prov=$PWD/provider/libibckpt
 failures=0
@@ -46,6 +48,14 @@ check() {
 		d=$(run direct "$name" "$want" "$@")
 	fi
 	i=$(run ibckpt "$name" "$want" "$@")
+	if [ "$i" != "$d" ] && [ "$d" = "$want $want" ]; then
+		# the same single retry as the baseline: under emulation soft-RoCE
+		# drops packets when the host is busy ("rdma_rxe: Failed sending
+		# ACK"), through ibckpt or not; a difference must show twice
+		echo "note $name: through ibckpt exited '$i'; once more" >&2
+		tail -n 30 "$T/$name.ibckpt.cli" "$T/$name.ibckpt.srv" >&2
+		i=$(run ibckpt "$name" "$want" "$@")
+	fi
 	if [ "$d" != "$want $want" ]; then
 		echo "FAIL $name: direct run exited '$d', expected '$want $want'" >&2
 		tail -n 5 "$T/$name.direct.cli" "$T/$name.direct.srv" >&2
@@ -53,7 +63,7 @@ check() {
 	fi
 	if [ "$i" != "$d" ]; then
 		echo "FAIL $name: through ibckpt exited '$i', directly '$d'" >&2
-		tail -n 8 "$T/$name.ibckpt.cli" "$T/$name.ibckpt.srv" >&2
+		tail -n 30 "$T/$name.ibckpt.cli" "$T/$name.ibckpt.srv" >&2
 		failures=$((failures + 1)); return
 	fi
 	local dr ir
