@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "ibckpt.h"
@@ -63,8 +64,76 @@ static void add_device(struct snap_writer *w, struct ibckpt_context *ctx)
 		memcpy(d->gid, gid.raw, sizeof(d->gid));
 }
 
-static void add_wrs(struct snap_writer *w, const struct ibckpt_wrlog *log, uint32_t owner,
-		    uint32_t wq, bool ud)
+/*
+ * The AHs, MWs and MRs of a context by the pointer the application holds.
+ * A logged request names such objects by pointer, and an unsignaled request
+ * can stay in the log after the object it names was destroyed: the snapshot
+ * looks the pointer up here and never dereferences it.
+ */
+struct live_ent {
+	uintptr_t p;
+	uint32_t id;
+};
+
+struct live_set {
+	struct live_ent *v;
+	size_t n;
+};
+
+static int live_cmp(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct live_ent *)a)->p, y = ((const struct live_ent *)b)->p;
+
+	return x < y ? -1 : x > y;
+}
+
+static int live_build(struct live_set *ls, struct ibckpt_context *ctx)
+{
+	struct ibckpt_obj *o;
+	size_t n = 0;
+
+	ls->n = 0;
+	for (o = ctx->objs.next; o != &ctx->objs; o = o->next)
+		n++;
+	ls->v = malloc((n ? n : 1) * sizeof(*ls->v));
+	if (!ls->v)
+		return ENOMEM;
+	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
+		uintptr_t p;
+
+		switch (o->type) {
+		case IBCKPT_SNAP_AH:
+			p = (uintptr_t)&ibckpt_container_of(o, struct ibckpt_ah, obj)->ibv_ah;
+			break;
+		case IBCKPT_SNAP_MW:
+			p = (uintptr_t)&ibckpt_container_of(o, struct ibckpt_mw, obj)->ibv_mw;
+			break;
+		case IBCKPT_SNAP_MR:
+			p = (uintptr_t)&ibckpt_container_of(o, struct ibckpt_mr, obj)->vmr.ibv_mr;
+			break;
+		default:
+			continue;
+		}
+		ls->v[ls->n++] = (struct live_ent){ .p = p, .id = o->id };
+	}
+	qsort(ls->v, ls->n, sizeof(*ls->v), live_cmp);
+	return 0;
+}
+
+/* The handle of the live object at p, 0 if none is there any more. */
+static uint32_t live_id(const struct live_set *ls, const void *p)
+{
+	struct live_ent key = { .p = (uintptr_t)p };
+	const struct live_ent *e;
+
+	if (!p)
+		return 0;
+	e = bsearch(&key, ls->v, ls->n, sizeof(*ls->v), live_cmp);
+	return e ? e->id : 0;
+}
+
+static void add_wrs(struct snap_writer *w, const struct live_set *ls,
+		    const struct ibckpt_wrlog *log, uint32_t owner, uint32_t wq, bool ud)
 {
 	const struct ibckpt_wr *e;
 	const struct ibv_sge *sge;
@@ -95,13 +164,13 @@ static void add_wrs(struct snap_writer *w, const struct ibckpt_wrlog *log, uint3
 		r->compare_add = e->compare_add;
 		r->swap = e->swap;
 		if (ud && e->ah) {
-			r->ud_ah = to_iah(e->ah)->obj.id;
+			r->ud_ah = live_id(ls, e->ah);
 			r->ud_remote_qpn = e->remote_qpn;
 			r->ud_remote_qkey = e->remote_qkey;
 		} else if (wq == IBCKPT_SNAP_WQ_SEND && e->opcode == IBV_WR_BIND_MW) {
 			/* uapi: the window in ud_ah, its MR in swap, handles both */
-			r->ud_ah = to_imw(e->ah)->obj.id;
-			r->swap = e->swap ? to_imr((struct ibv_mr *)(uintptr_t)e->swap)->obj.id : 0;
+			r->ud_ah = live_id(ls, e->ah);
+			r->swap = live_id(ls, (const void *)(uintptr_t)e->swap);
 		}
 		s = (struct ibckpt_snap_sge *)(r + 1);
 		for (k = 0; k < e->num_sge; k++) {
@@ -114,7 +183,7 @@ static void add_wrs(struct snap_writer *w, const struct ibckpt_wrlog *log, uint3
 	}
 }
 
-static void add_qp(struct snap_writer *w, struct ibckpt_qp *qp)
+static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibckpt_qp *qp)
 {
 	struct ibv_qp *q = &qp->vqp.qp;
 	struct ibckpt_snap_qp *r;
@@ -170,9 +239,9 @@ static void add_qp(struct snap_writer *w, struct ibckpt_qp *qp)
 	r->n_recv_wr = qp->srq ? 0 : (uint32_t)ibckpt_wrlog_live(&qp->rq);
 	r->n_modify = qp->hist.calls;
 	/* r is invalid once more records are added */
-	add_wrs(w, &qp->sq, qp->obj.id, IBCKPT_SNAP_WQ_SEND, ud);
+	add_wrs(w, ls, &qp->sq, qp->obj.id, IBCKPT_SNAP_WQ_SEND, ud);
 	if (!qp->srq)
-		add_wrs(w, &qp->rq, qp->obj.id, IBCKPT_SNAP_WQ_RECV, false);
+		add_wrs(w, ls, &qp->rq, qp->obj.id, IBCKPT_SNAP_WQ_RECV, false);
 }
 
 static void add_cq(struct snap_writer *w, struct ibckpt_cq *cq)
@@ -213,7 +282,8 @@ static void add_cq(struct snap_writer *w, struct ibckpt_cq *cq)
 	}
 }
 
-static void add_object(struct snap_writer *w, struct ibckpt_context *ctx, struct ibckpt_obj *o)
+static void add_object(struct snap_writer *w, const struct live_set *ls,
+		       struct ibckpt_context *ctx, struct ibckpt_obj *o)
 {
 	switch (o->type) {
 	case IBCKPT_SNAP_PD: {
@@ -292,14 +362,14 @@ static void add_object(struct snap_writer *w, struct ibckpt_context *ctx, struct
 			r->max_sge = a.max_sge;
 		}
 		r->n_recv_wr = (uint32_t)ibckpt_wrlog_live(&srq->rq);
-		add_wrs(w, &srq->rq, o->id, IBCKPT_SNAP_WQ_SRQ, false);
+		add_wrs(w, ls, &srq->rq, o->id, IBCKPT_SNAP_WQ_SRQ, false);
 		break;
 	}
 	case IBCKPT_SNAP_CQ:
 		add_cq(w, ibckpt_container_of(o, struct ibckpt_cq, obj));
 		break;
 	case IBCKPT_SNAP_QP:
-		add_qp(w, ibckpt_container_of(o, struct ibckpt_qp, obj));
+		add_qp(w, ls, ibckpt_container_of(o, struct ibckpt_qp, obj));
 		break;
 	}
 }
@@ -327,11 +397,19 @@ int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplet
 	if (snapw_init(&w, (uint32_t)getpid(), session))
 		return ENOMEM;
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		struct live_set ls;
+
 		add_device(&w, ctx);
 		pthread_mutex_lock(&ctx->lock);
+		if (live_build(&ls, ctx)) {
+			pthread_mutex_unlock(&ctx->lock);
+			snapw_free(&w);
+			return ENOMEM;
+		}
 		for (o = ctx->objs.next; o != &ctx->objs; o = o->next)
-			add_object(&w, ctx, o);
+			add_object(&w, &ls, ctx, o);
 		pthread_mutex_unlock(&ctx->lock);
+		free(ls.v);
 	}
 	h = snapw_hdr(&w);
 	if (h) {

@@ -413,7 +413,22 @@ int main(int argc, char **argv)
 		DIE("post_send");
 	if (wait_stdin) {
 		char line[16];
+		struct ibv_mw *gone = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+		struct ibv_mw_bind gb = { .wr_id = 299, .send_flags = 0,
+					  .bind_info = { .mr = mr, .addr = (uintptr_t)buf[1],
+							 .length = 64,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } };
 
+		/*
+		 * An unsignaled bind after the last signaled send stays in the
+		 * log through the freeze; its window is gone by then, which the
+		 * snapshot must survive (the bind names no window).
+		 */
+		if (!gone || ibv_bind_mw(qp, gone, &gb))
+			DIE("unsignaled bind");
+		poll(NULL, 0, 100);
+		if (ibv_dealloc_mw(gone))
+			DIE("dealloc_mw");
 		printf("posted\n");
 		if (!fgets(line, sizeof(line), stdin))
 			DIE("standard input closed");

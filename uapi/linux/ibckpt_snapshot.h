@@ -240,6 +240,10 @@ enum ibckpt_snap_wq {
  * the window's handle, @rkey its new rkey, @remote_addr and @compare_add
  * the bound address and length, @swap the MR's handle (0: unbind),
  * @imm_data the window's IBV_ACCESS_* flags.
+ *
+ * An AH, window or MR handle of 0 in a WR record means that object was
+ * destroyed while the request was still logged (an unsignaled request
+ * completes silently, so its log entry can outlive what it names).
  */
 #define IBCKPT_SNAP_WR_BIND_MW	8	/* IBV_WR_BIND_MW */
 

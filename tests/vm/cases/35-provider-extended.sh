@@ -7,7 +7,8 @@
 # and immediate, gathered write, read, atomics; an aborted batch) lands. Then, frozen after posting and before polling, its
 # completions are drained at the freeze and come back through ibv_start_poll
 # after the thaw, exactly once and in order; the snapshot holds both windows
-# with their binds.
+# with their binds, and an unsignaled bind still logged for a window freed
+# since names no window (the snapshot never follows the freed pointer).
 . "$(dirname "$0")/lib.sh"
 export IBCKPT_STATS=1
 prov=$PWD/provider/libibckpt
@@ -43,6 +44,9 @@ jq -e '.processes[0].mws | map(.type) | sort == [1, 2]' "$T/d.json" > /dev/null 
 	fail "window types in the snapshot: $(jq -c '.processes[0].mws' "$T/d.json")"
 jq -e '.processes[0].cqs | length == 1 and .[0].ex == true and .[0].wc_flags == 127' \
 	"$T/d.json" > /dev/null || fail "extended CQ in the snapshot: $(jq -c '.processes[0].cqs' "$T/d.json")"
+jq -e '.processes[0].wrs | map(select(.opcode == 8)) | length == 1 and .[0].bind.mw == 0' \
+	"$T/d.json" > /dev/null ||
+	fail "the unsignaled bind of a freed window: $(jq -c '.processes[0].wrs' "$T/d.json")"
 tools/ibckpt-xcheck "$T/d.json" || fail "snapshot differs from the kernel's view"
 ibckpt thaw "$pid" > /dev/null || fail "thaw"
 echo go >&3
