@@ -262,7 +262,12 @@ int tres_connect(struct tctx *t, const struct tpeer_qp *peer)
 			return terr(t, "QP %d to RTR: %s", i, strerror(errno)), -1;
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
+		/*
+		 * 537 ms per try, 7 retries: soft-RoCE under emulation on a
+		 * busy host can go half a second without answering, which
+		 * 67 ms (timeout 14) turned into a retry-exceeded error.
+		 */
+		a.timeout = 17;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;	/* infinite: a frozen receiver is not an error */
 		a.sq_psn = t->qps[i].psn;

@@ -14,11 +14,18 @@ grep -Eq 'stats rxe0: .* cq_events [1-9][0-9]* async_events [1-9]' "$T/stacked" 
 	fail "events did not go through the provider"
 
 # Port events: take veth0 down and up under both watchers.
-ibv_asyncwatch -d rxe0 > "$T/aw.direct" 2>&1 &
+stdbuf -oL ibv_asyncwatch -d rxe0 > "$T/aw.direct" 2>&1 &
 w1=$!
-RDMAV_DRIVERS=$prov ibv_asyncwatch -d rxe0 > "$T/aw.stacked" 2>&1 &
+RDMAV_DRIVERS=$prov stdbuf -oL ibv_asyncwatch -d rxe0 > "$T/aw.stacked" 2>&1 &
 w2=$!
-sleep 1
+# both must be listening before the link goes down: through ibckpt the
+# watcher takes longer to start (the vendor is located first), and on a busy
+# host a fixed second was once not enough for it to see PORT_ERR
+for _ in $(seq 100); do
+	grep -q 'async event FD' "$T/aw.direct" && grep -q 'async event FD' "$T/aw.stacked" && break
+	sleep 0.1
+done
+sleep 0.5
 ip link set veth0 down
 sleep 1
 ip link set veth0 up

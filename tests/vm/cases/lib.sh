@@ -4,7 +4,15 @@ set -u
 T=$(mktemp -d /tmp/case.XXXXXX)
 CASE=$(basename "$0" .sh)
 
-fail() { echo "FAIL-REASON($CASE): $*" >&2; exit 1; }
+# On failure, the last words of any traffic generator the case started.
+fail() {
+	local f
+	for f in "$T"/server.err "$T"/client.err; do
+		[ -s "$f" ] && { echo "--- $(basename "$f") (last lines)"; tail -n 15 "$f"; } >&2
+	done
+	echo "FAIL-REASON($CASE): $*" >&2
+	exit 1
+}
 skip() { echo "SKIP-REASON($CASE): $*" >&2; exit 77; }
 pass() { exit 0; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
