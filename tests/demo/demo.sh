@@ -4,8 +4,10 @@
 #   2. a verifying RDMA application pair runs through the ibckpt provider
 #   3. both processes are frozen in the middle of the traffic: each provider
 #      quiesces (verbs gate closed, CQs drained), then every thread parks
-#   4. nothing moves while frozen; thaw; the traffic goes on
-#   5. the generator confirms nothing was lost, duplicated, reordered or corrupted
+#   4. nothing moves while frozen; `ibckpt dump` shows each process's verbs
+#      snapshot, which matches the kernel's own view (`rdma res show qp|mr`)
+#   5. thaw; the traffic goes on
+#   6. the generator confirms nothing was lost, duplicated, reordered or corrupted
 set -u
 . tests/vm/cases/lib.sh
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -36,6 +38,15 @@ sleep 2
 after=$(ops)
 echo "verified operations while frozen for 2 s: $before -> $after"
 expect_eq "$before" "$after" "progress while frozen"
+
+step "ibckpt dump (the snapshot each provider gave at the freeze)"
+ibckpt dump "$client" > "$T/dump.txt" || fail "dump client"
+head -n 14 "$T/dump.txt"
+echo "  ... ($(wc -l < "$T/dump.txt") lines; ibckpt -j dump for JSON, -o FILE for the raw snapshot)"
+ibckpt -j dump "$TRAFFIC_SERVER" > "$T/dump.srv.json" || fail "dump server"
+ibckpt -j dump "$client" > "$T/dump.cli.json" || fail "dump client (JSON)"
+tools/ibckpt-xcheck "$T/dump.srv.json" "$T/dump.cli.json" ||
+	fail "a snapshot differs from the kernel's view"
 
 step "ibckpt thaw"
 ibckpt thaw "$TRAFFIC_SERVER" || fail "thaw server"
