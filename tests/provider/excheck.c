@@ -36,23 +36,8 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 #include "../lib/rc_loopback.h"
-
-static int failures;
-
-#define EXPECT(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "excheck: %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		failures++;						\
-	}								\
-} while (0)
-
-#define DIE(...) do {							\
-	fprintf(stderr, "excheck: " __VA_ARGS__);			\
-	fprintf(stderr, ": %s\n", strerror(errno));			\
-	exit(2);							\
-} while (0)
+#define PROG "excheck"
+#include "../lib/expect.h"
 
 #define WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
 		  IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |	    \

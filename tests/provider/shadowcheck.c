@@ -18,23 +18,8 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 #include "../lib/rc_loopback.h"
-
-static int failures;
-
-#define EXPECT(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "shadowcheck: %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		failures++;						\
-	}								\
-} while (0)
-
-#define DIE(...) do {							\
-	fprintf(stderr, "shadowcheck: " __VA_ARGS__);			\
-	fprintf(stderr, ": %s\n", strerror(errno));			\
-	exit(2);							\
-} while (0)
+#define PROG "shadowcheck"
+#include "../lib/expect.h"
 
 static int wait_fd(int fd, int ms)
 {
