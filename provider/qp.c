@@ -7,9 +7,9 @@
  *
  * Posting logs each request before handing the list to the vendor, under
  * the queue's lock so that the log's order is the hardware queue's; what the
- * vendor refuses is forgotten again. UD requests name shadow AHs: the real
- * ones are swapped in for the vendor and back before returning, so nothing is
- * allocated per request.
+ * vendor refuses is forgotten again. UD requests and window binds name
+ * shadows: the real objects are swapped in for the vendor and back from the
+ * log before returning, so nothing is allocated per request.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -237,41 +237,46 @@ int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t 
 	return ibv_detach_mcast(to_iqp(ibqp)->real, gid, lid);
 }
 
-/* Memory window binds name shadow windows and MRs: the vendor gets the real ones. */
-static void binds_to_real(struct ibv_send_wr *wr)
+/*
+ * Requests name shadows: UD sends their AH, window binds their window and
+ * MR. The vendor gets the real objects, swapped in before the post and back
+ * after it from the log, which holds the application's pointers of the
+ * 'logged' newest requests; nothing is allocated. The binds the vendor took
+ * (before 'rbad') are now the windows'.
+ */
+static void shadows_to_real(struct ibv_send_wr *wr, bool ud)
 {
 	for (; wr; wr = wr->next) {
-		if (wr->opcode != IBV_WR_BIND_MW)
-			continue;
-		wr->bind_mw.mw = to_imw(wr->bind_mw.mw)->real;
-		if (wr->bind_mw.bind_info.mr)
-			wr->bind_mw.bind_info.mr = to_imr(wr->bind_mw.bind_info.mr)->real;
+		if (ud) {
+			wr->wr.ud.ah = to_iah(wr->wr.ud.ah)->real;
+		} else if (wr->opcode == IBV_WR_BIND_MW) {
+			wr->bind_mw.mw = to_imw(wr->bind_mw.mw)->real;
+			if (wr->bind_mw.bind_info.mr)
+				wr->bind_mw.bind_info.mr = to_imr(wr->bind_mw.bind_info.mr)->real;
+		}
 	}
 }
 
-/*
- * ... and back from the log, which holds the shadows of the 'logged' newest
- * requests; the binds the vendor took (before 'rbad') are now the windows'.
- */
-static void binds_to_shadow(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32_t logged,
-			    const struct ibv_send_wr *rbad)
+static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool ud,
+			    uint32_t logged, const struct ibv_send_wr *rbad)
 {
 	uint32_t i, first = ibckpt_wrlog_count(&qp->sq) - logged;
+	const struct ibckpt_wr *e;
 	bool posted = true;
 
 	for (i = 0; wr; wr = wr->next, i++) {
-		const struct ibckpt_wr *e;
-
 		if (wr == rbad)
 			posted = false;
-		if (wr->opcode != IBV_WR_BIND_MW)
-			continue;
 		e = ibckpt_wrlog_at(&qp->sq, first + i, NULL, NULL);
-		wr->bind_mw.mw = e->ah;
-		wr->bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)e->swap;
-		if (posted)
-			ibckpt_mw_bound(to_imw(wr->bind_mw.mw), &wr->bind_mw.bind_info,
-					wr->bind_mw.rkey);
+		if (ud) {
+			wr->wr.ud.ah = e->ah;
+		} else if (wr->opcode == IBV_WR_BIND_MW) {
+			wr->bind_mw.mw = e->ah;
+			wr->bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)e->swap;
+			if (posted)
+				ibckpt_mw_bound(to_imw(wr->bind_mw.mw), &wr->bind_mw.bind_info,
+						wr->bind_mw.rkey);
+		}
 	}
 }
 
@@ -280,9 +285,8 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	struct ibckpt_context *ctx = qp->ctx;
 	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
-	struct ibv_ah *ah_stash[16];
-	uint32_t logged = 0, posted, i, binds = 0;
-	bool ud = ibqp->qp_type == IBV_QPT_UD;
+	uint32_t logged = 0, posted, binds = 0;
+	bool ud = ibqp->qp_type == IBV_QPT_UD, swap;
 	int ret = 0, err = 0;
 
 	ibckpt_gate_enter(&ctx->gate);
@@ -302,33 +306,12 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 			;
 		cut->next = NULL;
 	}
-	if (ud) {
-		/* Real AHs for the vendor; the first 16 are restored from a stash. */
-		for (i = 0, w = wr; w; w = w->next, i++) {
-			if (i < 16)
-				ah_stash[i] = w->wr.ud.ah;
-			w->wr.ud.ah = to_iah(w->wr.ud.ah)->real;
-		}
-	}
-	if (__builtin_expect(binds, 0))
-		binds_to_real(wr);
+	swap = ud || __builtin_expect(binds != 0, 0);
+	if (swap)
+		shadows_to_real(wr, ud);
 	ret = ibv_post_send(qp->real, wr, &rbad);
-	if (__builtin_expect(binds, 0))
-		binds_to_shadow(qp, wr, logged, rbad);
-	if (ud) {
-		const struct ibckpt_wr *e;
-
-		for (i = 0, w = wr; w; w = w->next, i++) {
-			if (i < 16) {
-				w->wr.ud.ah = ah_stash[i];
-			} else {
-				/* The log holds the shadow of every request it took. */
-				e = ibckpt_wrlog_at(&qp->sq, ibckpt_wrlog_count(&qp->sq) - logged + i,
-						    NULL, NULL);
-				w->wr.ud.ah = e->ah;
-			}
-		}
-	}
+	if (swap)
+		real_to_shadows(qp, wr, ud, logged, ret ? rbad : NULL);
 	if (cut)
 		cut->next = *bad;
 	if (ret) {
