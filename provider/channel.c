@@ -60,6 +60,14 @@ static void chan_free(struct fwd_chan *fc)
 	free(fc);
 }
 
+/* Under chan_lock: frees chans[i]; the last one takes its place. */
+static void chan_drop(unsigned int i)
+{
+	chan_free(chans[i]);
+	chans[i] = chans[--nchans];
+	chans_gen++;
+}
+
 static void forward_event(struct fwd_chan *fc)
 {
 	struct ibv_cq *rcq;
@@ -129,13 +137,10 @@ static void *forwarder(void *arg)
 		}
 		/* Free closed channels no CQ uses any more. */
 		for (i = 0; i < nchans;) {
-			if (chans[i]->dead && !chans[i]->chan.users) {
-				chan_free(chans[i]);
-				chans[i] = chans[--nchans];
-				chans_gen++;
-			} else {
+			if (chans[i]->dead && !chans[i]->chan.users)
+				chan_drop(i);
+			else
 				i++;
-			}
 		}
 		pthread_mutex_unlock(&chan_lock);
 	}
@@ -276,13 +281,10 @@ void ibckpt_channel_cleanup(struct ibckpt_context *ctx)
 
 	pthread_mutex_lock(&chan_lock);
 	for (i = 0; i < nchans;) {
-		if (chans[i]->ctx == ctx) {
-			chan_free(chans[i]);
-			chans[i] = chans[--nchans];
-			chans_gen++;
-		} else {
+		if (chans[i]->ctx == ctx)
+			chan_drop(i);
+		else
 			i++;
-		}
 	}
 	pthread_mutex_unlock(&chan_lock);
 	if (fwd_started)
