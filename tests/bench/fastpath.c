@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <infiniband/verbs.h>
-#include "../lib/rc_loopback.h"
+#include "../lib/verbs_util.h"
 
 static volatile sig_atomic_t stop;
 
@@ -50,14 +50,8 @@ struct env {
 
 static struct ibv_context *open_dev(const char *name)
 {
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
+	struct ibv_context *c = open_named_device(name);
 
-	for (int i = 0; l && l[i]; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), name))
-			c = ibv_open_device(l[i]);
-	if (l)
-		ibv_free_device_list(l);
 	if (!c)
 		die(name);
 	return c;

@@ -1,15 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/*
- * Test programs' RC QP connected to itself: INIT, RTR and RTS over the GID
- * 'gid' of port 1 (RoCE: rxe's GID index 0), destination its own QPN.
- */
-#ifndef IBCKPT_TEST_RC_LOOPBACK_H
-#define IBCKPT_TEST_RC_LOOPBACK_H
+/* Verbs set-up shared by the test programs (tests/provider, tests/bench). */
+#ifndef IBCKPT_TEST_VERBS_UTIL_H
+#define IBCKPT_TEST_VERBS_UTIL_H
 
 #include <string.h>
 #include <infiniband/verbs.h>
 
-/* Returns 0, or the failing step's name ("INIT", "RTR", "RTS") with errno set. */
+/* Opens the device called 'name'; NULL if there is none or it cannot be opened. */
+static inline struct ibv_context *open_named_device(const char *name)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = NULL;
+	int i;
+
+	for (i = 0; l && l[i] && !c; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			c = ibv_open_device(l[i]);
+	if (l)
+		ibv_free_device_list(l);
+	return c;
+}
+
+/*
+ * An RC QP connected to itself: INIT, RTR and RTS over the GID 'gid' of
+ * port 1 (RoCE: rxe's GID index 0), destination its own QPN.
+ * Returns 0, or the failing step's name ("INIT", "RTR", "RTS") with errno set. */
 static inline const char *rc_loopback_connect(struct ibv_qp *qp, const union ibv_gid *gid,
 					      int access)
 {

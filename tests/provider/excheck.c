@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
-#include "../lib/rc_loopback.h"
+#include "../lib/verbs_util.h"
 #define PROG "excheck"
 #include "../lib/expect.h"
 
@@ -290,7 +290,6 @@ static void check_wc(struct ibv_cq_ex *cqx, struct ibv_qp *qp, int *ns, int *nr)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	int i, n, cq_tag;
 	bool wait_stdin = false, single = false;
@@ -309,10 +308,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = open_named_device(argv[1]);
 	if (!ctx)
 		DIE("cannot open %s", argv[1]);
 
@@ -488,7 +484,6 @@ int main(int argc, char **argv)
 	    ibv_destroy_cq(cq) || ibv_destroy_comp_channel(ch) ||
 	    ibv_dereg_mr(mr) || ibv_dealloc_pd(pd) || ibv_close_device(ctx))
 		DIE("teardown");
-	ibv_free_device_list(list);
 	if (failures)
 		return 1;
 	printf("excheck: ok\n");

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
-#include "../lib/rc_loopback.h"
+#include "../lib/verbs_util.h"
 #define PROG "shadowcheck"
 #include "../lib/expect.h"
 
@@ -30,19 +30,15 @@ static int wait_fd(int fd, int ms)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
-	int i, n, cq_tag, qp_tag, srq_tag;
+	int i, cq_tag, qp_tag, srq_tag;
 	char buf[8][64];
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: shadowcheck DEVICE\n");
 		return 2;
 	}
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = open_named_device(argv[1]);
 	if (!ctx)
 		DIE("cannot open %s", argv[1]);
 
@@ -174,7 +170,6 @@ int main(int argc, char **argv)
 	    ibv_destroy_comp_channel(ch) || ibv_dereg_mr(mr) || ibv_dealloc_pd(pd) ||
 	    ibv_close_device(ctx))
 		DIE("teardown");
-	ibv_free_device_list(list);
 	if (failures)
 		return 1;
 	printf("shadowcheck: ok\n");
