@@ -114,7 +114,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->real = real;
 	ibckpt_gate_init(&ctx->gate);
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_spin_init(&ctx->qpn_lock, PTHREAD_PROCESS_PRIVATE);
+	ibckpt_spin_init(&ctx->qpn_lock);
 	ibckpt_vidmap_init(&ctx->qpns);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
@@ -186,7 +186,6 @@ static void ibckpt_free_context(struct ibv_context *context)
 	ibv_close_device(ctx->real);
 	ibckpt_vidmap_destroy(&ctx->qpns);
 	pthread_mutex_destroy(&ctx->lock);
-	pthread_spin_destroy(&ctx->qpn_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }

@@ -86,11 +86,11 @@ static uint64_t sends_outstanding(uint64_t *signaled)
 	uint32_t i;
 
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
-		pthread_spin_lock(&ctx->qpn_lock);
+		ibckpt_spin_lock(&ctx->qpn_lock);
 		for (i = 0; i < ctx->qpns.size; i++) {
 			const struct ibckpt_vid *v = &ctx->qpns.slot[i];
 
-			const struct ibckpt_wrlog *sq;
+			struct ibckpt_wrlog *sq;
 
 			if (!v->gen || v->gen == ~0u)
 				continue;
@@ -98,7 +98,7 @@ static uint64_t sends_outstanding(uint64_t *signaled)
 			n += ibckpt_wrlog_live(sq);
 			*signaled += ibckpt_wrlog_signaled(sq);
 		}
-		pthread_spin_unlock(&ctx->qpn_lock);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
 	}
 	return n;
 }

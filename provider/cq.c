@@ -33,7 +33,7 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_c
 		return NULL;
 	}
 	cq->ctx = ctx;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	ibckpt_spin_init(&cq->lock);
 	/* CQs come and go inside the gate: the control thread walks them while closed. */
 	ibckpt_gate_enter(&ctx->gate);
 	if (channel) {
@@ -66,7 +66,6 @@ err_chan:
 		ibckpt_channel_put(ctx, cq->chan);
 err_free:
 	ibckpt_gate_exit(&ctx->gate);
-	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	errno = err;
 	return NULL;
@@ -118,38 +117,55 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	if (cq->chan)
 		ibckpt_channel_put(cq->ctx, cq->chan);
 	ibckpt_vcq_destroy(&cq->vcq);
-	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
+}
+
+/* Retires what the vendor returned; inside the gate. */
+static inline void retire_polled(struct ibckpt_context *ctx, const struct ibv_wc *wc, int n)
+{
+	int i;
+
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	for (i = 0; i < n; i++)
+		ibckpt_qp_retire(ctx, &wc[i]);
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+	atomic_fetch_add_explicit(&ctx->stats.wc, (unsigned long)n, memory_order_relaxed);
+}
+
+/* After a thaw: what was drained comes first, in order, then the vendor's. */
+static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, int ne,
+							 struct ibv_wc *wc)
+{
+	int n, r;
+
+	if (ne <= 0)
+		return ibv_poll_cq(cq->real, ne, wc);
+	/* Drained before a freeze and already retired. */
+	ibckpt_spin_lock(&cq->lock);
+	n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
+	ibckpt_spin_unlock(&cq->lock);
+	if (n == ne)
+		return n;
+	r = ibv_poll_cq(cq->real, ne - n, wc + n);
+	if (r > 0)
+		retire_polled(cq->ctx, wc + n, r);
+	return r < 0 ? (n ? n : r) : n + r;
 }
 
 int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
 	struct ibckpt_context *ctx = cq->ctx;
-	int i, n = 0, r;
+	int n;
 
 	ibckpt_gate_enter(&ctx->gate);
-	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0) && ne > 0) {
-		/* Drained before a freeze and already retired: first, in order. */
-		pthread_spin_lock(&cq->lock);
-		n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
-		pthread_spin_unlock(&cq->lock);
-	}
-	if (n < ne) {
-		r = ibv_poll_cq(cq->real, ne - n, wc + n);
-		if (r < 0) {
-			if (!n)
-				n = r;
-		} else if (r > 0) {
-			pthread_spin_lock(&ctx->qpn_lock);
-			for (i = n; i < n + r; i++)
-				ibckpt_qp_retire(ctx, &wc[i]);
-			pthread_spin_unlock(&ctx->qpn_lock);
-			n += r;
-			atomic_fetch_add_explicit(&ctx->stats.wc, (unsigned long)r,
-						  memory_order_relaxed);
-		}
+	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0)) {
+		n = poll_drained_first(cq, ne, wc);
+	} else {
+		n = ibv_poll_cq(cq->real, ne, wc);
+		if (n > 0)
+			retire_polled(ctx, wc, n);
 	}
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.poll_cq, 1, memory_order_relaxed);
@@ -169,7 +185,7 @@ uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq)
 	uint32_t space, total = 0;
 	int i, n;
 
-	pthread_spin_lock(&cq->lock);
+	ibckpt_spin_lock(&cq->lock);
 	for (;;) {
 		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
 		if (!space)
@@ -177,14 +193,14 @@ uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq)
 		n = ibv_poll_cq(cq->real, space < 32 ? (int)space : 32, wc);
 		if (n <= 0)
 			break;
-		pthread_spin_lock(&cq->ctx->qpn_lock);
+		ibckpt_spin_lock(&cq->ctx->qpn_lock);
 		for (i = 0; i < n; i++)
 			ibckpt_qp_retire(cq->ctx, &wc[i]);
-		pthread_spin_unlock(&cq->ctx->qpn_lock);
+		ibckpt_spin_unlock(&cq->ctx->qpn_lock);
 		ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
 		total += (uint32_t)n;
 	}
-	pthread_spin_unlock(&cq->lock);
+	ibckpt_spin_unlock(&cq->lock);
 	return total;
 }
 
@@ -224,7 +240,7 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 			ret = ENOMEM;
 			goto out;
 		}
-		pthread_spin_lock(&cq->lock);
+		ibckpt_spin_lock(&cq->lock);
 		while (!ibckpt_vcq_empty(&cq->vcq)) {
 			struct ibv_wc wc;
 
@@ -233,7 +249,7 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 		}
 		ibckpt_vcq_destroy(&cq->vcq);
 		cq->vcq = vcq;
-		pthread_spin_unlock(&cq->lock);
+		ibckpt_spin_unlock(&cq->lock);
 	}
 	ibcq->cqe = cq->real->cqe;
 out:

@@ -22,6 +22,7 @@
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
 #include "gate.h"
+#include "spinlock.h"
 #include "vcq.h"
 #include "vidmap.h"
 #include "wrlog.h"
@@ -68,7 +69,7 @@ struct ibckpt_context {
 	bool remapped;				/* virtual != real IDs (after restart) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
-	pthread_spinlock_t qpn_lock;		/* qpns, last_qp: taken per poll */
+	struct ibckpt_spinlock qpn_lock;		/* qpns, last_qp: taken per poll */
 	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
@@ -134,7 +135,7 @@ struct ibckpt_cq {
 	struct ibckpt_context *ctx;
 	struct ibckpt_obj obj;
 	struct ibckpt_channel *chan;
-	pthread_spinlock_t lock;		/* vcq and retirement via this CQ */
+	struct ibckpt_spinlock lock;		/* vcq and retirement via this CQ */
 	struct ibckpt_vcq vcq;
 	atomic_bool armed;			/* notification requested, not delivered */
 	struct ibv_wc cur;			/* cq_ex: the completion being read */
@@ -147,7 +148,7 @@ struct ibckpt_srq {
 	struct ibv_srq *real;
 	struct ibckpt_obj obj;
 	uint32_t srq_limit;			/* last armed */
-	pthread_spinlock_t lock;		/* rq log */
+	struct ibckpt_spinlock lock;		/* rq log */
 	struct ibckpt_wrlog rq;
 };
 
@@ -180,8 +181,8 @@ struct ibckpt_qp {
 	struct ibckpt_context *ctx;
 	struct ibckpt_srq *srq;
 	struct ibckpt_obj obj;
-	pthread_spinlock_t sq_lock;		/* sq log */
-	pthread_spinlock_t rq_lock;		/* rq log */
+	struct ibckpt_spinlock sq_lock;		/* sq log */
+	struct ibckpt_spinlock rq_lock;		/* rq log */
 	struct ibckpt_wrlog sq, rq;
 	struct ibckpt_qp_history hist;
 	uint32_t qpn_gen;
@@ -318,7 +319,40 @@ int ibckpt_qpx_check(uint64_t flags);
 int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap);
 void ibckpt_qpx_free(struct ibckpt_qpx *s);
 
-/* Retire the logged request a completion reports (cq.c calls it, qp.c owns the logs). */
-void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc);
+/* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
+struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn);
+void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc);
+
+/**
+ * ibckpt_qp_retire() - retire the logged request a completion reports
+ * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away, and
+ *	the pollers of each queue are serialized)
+ * @wc: a completion as the vendor returned it
+ *
+ * Inline in the poll loop: a successful completion of a send queue, or of a
+ * receive queue without SRQ, is only counted (wrlog.h settles it later).
+ * Completions mostly come in runs for one QP: the table is skipped then.
+ */
+static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc)
+{
+	struct ibckpt_qp *qp = ctx->last_qp;
+
+	if (__builtin_expect(!qp || qp->vqp.qp.qp_num != wc->qp_num, 0)) {
+		qp = ibckpt_qp_lookup(ctx, wc->qp_num);
+		if (!qp)
+			return;
+	}
+	if (__builtin_expect(wc->status == IBV_WC_SUCCESS, 1)) {
+		if (!(wc->opcode & IBV_WC_RECV)) {
+			ibckpt_wrlog_done(&qp->sq);
+			return;
+		}
+		if (!qp->srq) {
+			ibckpt_wrlog_done(&qp->rq);
+			return;
+		}
+	}
+	ibckpt_qp_retire_exact(qp, wc);
+}
 
 #endif

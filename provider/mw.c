@@ -83,7 +83,7 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
 	if (rb.bind_info.mr)
 		rb.bind_info.mr = to_imr(rb.bind_info.mr)->real;
 	ibckpt_gate_enter(&ctx->gate);
-	pthread_spin_lock(&qp->sq_lock);
+	ibckpt_spin_lock(&qp->sq_lock);
 	ret = ibckpt_wrlog_send(&qp->sq, &wr);
 	if (!ret) {
 		ret = ibv_bind_mw(qp->real, mw->real, &rb);
@@ -92,11 +92,11 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
 		} else {
 			/* The vendor picked the window's next rkey. */
 			ibmw->rkey = mw->real->rkey;
-			ibckpt_wrlog_last(&qp->sq)->rkey = ibmw->rkey;
+			ibckpt_wrlog_newest(&qp->sq, 1)->bind_mw.rkey = ibmw->rkey;
 			ibckpt_mw_bound(mw, &mw_bind->bind_info, ibmw->rkey);
 		}
 	}
-	pthread_spin_unlock(&qp->sq_lock);
+	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
 	return ret;

@@ -107,10 +107,10 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap);
 	if (!err) {
-		pthread_spin_lock(&ctx->qpn_lock);
+		ibckpt_spin_lock(&ctx->qpn_lock);
 		err = ibckpt_vidmap_insert(&ctx->qpns, qp->real->qp_num, qp->real->qp_num, qp,
 					   &qp->qpn_gen);
-		pthread_spin_unlock(&ctx->qpn_lock);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
 	}
 	if (err) {
 		ibv_destroy_qp(qp->real);
@@ -121,8 +121,8 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		errno = err;
 		return NULL;
 	}
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	ibckpt_spin_init(&qp->sq_lock);
+	ibckpt_spin_init(&qp->rq_lock);
 
 	struct ibv_qp *q = &qp->vqp.qp;
 
@@ -179,18 +179,16 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 		ibckpt_gate_exit(&ctx->gate);
 		return ret;
 	}
-	pthread_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
+	ibckpt_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
 	ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
 	if (ctx->last_qp == qp)
 		ctx->last_qp = NULL;
-	pthread_spin_unlock(&ctx->qpn_lock);
+	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
 	ibckpt_wrlog_destroy(&qp->sq);
 	ibckpt_wrlog_destroy(&qp->rq);
 	ibckpt_qpx_free(qp->qpx);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
 	return 0;
 }
@@ -204,9 +202,9 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	ibckpt_gate_enter(&qp->ctx->gate);
 	ret = ibv_modify_qp(qp->real, attr, mask);
 	if (!ret) {
-		pthread_spin_lock(&qp->sq_lock);
+		ibckpt_spin_lock(&qp->sq_lock);
 		qp_history_add(&qp->hist, attr, mask);
-		pthread_spin_unlock(&qp->sq_lock);
+		ibckpt_spin_unlock(&qp->sq_lock);
 	}
 	ibckpt_gate_exit(&qp->ctx->gate);
 	return ret;
@@ -260,19 +258,18 @@ static void shadows_to_real(struct ibv_send_wr *wr, bool ud)
 static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool ud,
 			    uint32_t logged, const struct ibv_send_wr *rbad)
 {
-	uint32_t i, first = ibckpt_wrlog_count(&qp->sq) - logged;
 	const struct ibckpt_wr *e;
 	bool posted = true;
 
-	for (i = 0; wr; wr = wr->next, i++) {
+	for (; wr; wr = wr->next, logged--) {
 		if (wr == rbad)
 			posted = false;
-		e = ibckpt_wrlog_at(&qp->sq, first + i, NULL, NULL);
+		e = ibckpt_wrlog_newest(&qp->sq, logged);
 		if (ud) {
-			wr->wr.ud.ah = e->ah;
+			wr->wr.ud.ah = e->wr.ud.ah;
 		} else if (wr->opcode == IBV_WR_BIND_MW) {
-			wr->bind_mw.mw = e->ah;
-			wr->bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)e->swap;
+			wr->bind_mw.mw = e->bind_mw.mw;
+			wr->bind_mw.bind_info.mr = e->bind_mw.bind_info.mr;
 			if (posted)
 				ibckpt_mw_bound(to_imw(wr->bind_mw.mw), &wr->bind_mw.bind_info,
 						wr->bind_mw.rkey);
@@ -280,19 +277,19 @@ static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool u
 	}
 }
 
-int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/*
+ * Lists, UD and window binds: under the send queue's lock, inside the gate.
+ * Out of line, so that the one-request path needs few registers.
+ */
+static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	struct ibckpt_qp *qp = to_iqp(ibqp);
-	struct ibckpt_context *ctx = qp->ctx;
 	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
 	uint32_t logged = 0, posted, binds = 0;
-	bool ud = ibqp->qp_type == IBV_QPT_UD, swap;
-	int ret = 0, err = 0;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD, swap;
+	int ret, err = 0;
 
-	ibckpt_gate_enter(&ctx->gate);
-	pthread_spin_lock(&qp->sq_lock);
 	for (w = wr; w; w = w->next) {
-		err = ibckpt_wrlog_send(&qp->sq, w);
+		err = ibckpt_wrlog_send_fast(&qp->sq, w);
 		if (err)
 			break;
 		binds += w->opcode == IBV_WR_BIND_MW;
@@ -301,12 +298,12 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	if (err) {
 		*bad = w;
 		if (!logged)
-			goto out;
+			return err;
 		for (cut = wr; cut->next != w; cut = cut->next)
 			;
 		cut->next = NULL;
 	}
-	swap = ud || __builtin_expect(binds != 0, 0);
+	swap = ud || binds;
 	if (swap)
 		shadows_to_real(wr, ud);
 	ret = ibv_post_send(qp->real, wr, &rbad);
@@ -314,17 +311,45 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		real_to_shadows(qp, wr, ud, logged, ret ? rbad : NULL);
 	if (cut)
 		cut->next = *bad;
-	if (ret) {
-		for (posted = 0, w = wr; w && w != rbad; w = w->next)
-			posted++;
-		ibckpt_wrlog_unpost(&qp->sq, logged - posted);
-		*bad = rbad;
+	if (!ret)
+		return err;
+	for (posted = 0, w = wr; w && w != rbad; w = w->next)
+		posted++;
+	ibckpt_wrlog_unpost(&qp->sq, logged - posted);
+	*bad = rbad;
+	return ret;
+}
+
+int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_send_wr *rbad = NULL;
+	int ret;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ibckpt_spin_lock(&qp->sq_lock);
+	if (__builtin_expect(!wr || wr->next || ibqp->qp_type == IBV_QPT_UD ||
+			     wr->opcode == IBV_WR_BIND_MW, 0)) {
+		ret = post_send_list(qp, wr, bad);
+	} else {
+		/* One request naming no shadow: most posts. */
+		ret = ibckpt_wrlog_send_fast(&qp->sq, wr);
+		if (ret) {
+			*bad = wr;
+		} else {
+			ret = ibv_post_send(qp->real, wr, &rbad);
+			if (ret) {
+				if (rbad)	/* else: taken, as post_send_list() reads it */
+					ibckpt_wrlog_unpost(&qp->sq, 1);
+				*bad = rbad;
+			}
+		}
 	}
-out:
-	pthread_spin_unlock(&qp->sq_lock);
+	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
-	return ret ? ret : err;
+	return ret;
 }
 
 static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -341,52 +366,58 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	if (qp->srq)		/* the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
 	ibckpt_gate_enter(&ctx->gate);
-	pthread_spin_lock(&qp->rq_lock);
+	ibckpt_spin_lock(&qp->rq_lock);
 	ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
-	pthread_spin_unlock(&qp->rq_lock);
+	ibckpt_spin_unlock(&qp->rq_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_recv, 1, memory_order_relaxed);
 	return ret;
 }
 
 /**
- * ibckpt_qp_retire() - retire the logged request a completion reports
- * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away)
- * @wc: a completion as the vendor returned it
+ * ibckpt_qp_lookup() - the QP completions of @qpn come for, NULL if none
+ * @ctx: context of the CQ; its qpn_lock is held
+ * @qpn: the completion's (real) QP number
  *
- * A failed completion's opcode is undefined, so it is tried against the send
- * queue first (by wr_id), then the receive side.
+ * The miss path of ibckpt_qp_retire(): remembers the QP for the next ones.
  */
-void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc)
+struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn)
 {
-	struct ibckpt_qp *qp = ctx->last_qp;
-	bool ok, send, done = false;
+	const struct ibckpt_vid *v = ibckpt_vidmap_find(&ctx->qpns, qpn, 0);
 
-	/* Completions mostly come in runs for one QP: skip the table then. */
-	if (!qp || qp->vqp.qp.qp_num != wc->qp_num) {
-		const struct ibckpt_vid *v = ibckpt_vidmap_find(&ctx->qpns, wc->qp_num, 0);
+	if (!v)
+		return NULL;
+	ctx->last_qp = v->obj;
+	return v->obj;
+}
 
-		if (!v)
+/**
+ * ibckpt_qp_retire_exact() - the slow path of ibckpt_qp_retire()
+ * @qp: the completion's QP
+ * @wc: a failed completion, or a receive completion of a QP with an SRQ
+ *
+ * A failed completion's opcode is undefined, so it is tried against the
+ * send queue first (by wr_id), then the receive side. SRQ receives retire
+ * by wr_id under the SRQ's lock.
+ */
+void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc)
+{
+	bool ok = wc->status == IBV_WC_SUCCESS;
+
+	if (!ok) {
+		bool found;
+
+		ibckpt_spin_lock(&qp->sq_lock);
+		found = ibckpt_wrlog_complete(&qp->sq, wc->wr_id, false);
+		ibckpt_spin_unlock(&qp->sq_lock);
+		if (found)
 			return;
-		qp = v->obj;
-		ctx->last_qp = qp;
 	}
-	ok = wc->status == IBV_WC_SUCCESS;
-	send = !ok || !(wc->opcode & IBV_WC_RECV);
-	if (send) {
-		pthread_spin_lock(&qp->sq_lock);
-		done = ibckpt_wrlog_complete(&qp->sq, wc->wr_id, ok);
-		pthread_spin_unlock(&qp->sq_lock);
-	}
-	if (done || (ok && send))
-		return;
 	if (qp->srq) {
-		pthread_spin_lock(&qp->srq->lock);
+		ibckpt_spin_lock(&qp->srq->lock);
 		ibckpt_wrlog_complete(&qp->srq->rq, wc->wr_id, ok);
-		pthread_spin_unlock(&qp->srq->lock);
+		ibckpt_spin_unlock(&qp->srq->lock);
 	} else {
-		pthread_spin_lock(&qp->rq_lock);
-		ibckpt_wrlog_complete(&qp->rq, wc->wr_id, ok);
-		pthread_spin_unlock(&qp->rq_lock);
+		ibckpt_wrlog_done(&qp->rq);
 	}
 }

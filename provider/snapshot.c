@@ -158,19 +158,30 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 		r->send_flags = e->send_flags;
 		r->num_sge = e->num_sge;
 		r->inline_len = e->inline_len;
-		r->remote_addr = e->remote_addr;
-		r->rkey = e->rkey;
 		r->imm_data = e->imm_data;
-		r->compare_add = e->compare_add;
-		r->swap = e->swap;
-		if (ud && e->ah) {
-			r->ud_ah = live_id(ls, e->ah);
-			r->ud_remote_qpn = e->remote_qpn;
-			r->ud_remote_qkey = e->remote_qkey;
-		} else if (wq == IBCKPT_SNAP_WQ_SEND && e->opcode == IBV_WR_BIND_MW) {
+		if (wq != IBCKPT_SNAP_WQ_SEND) {
+			/* receives: wr_id and SGEs only */
+		} else if (ud) {
+			r->ud_ah = live_id(ls, e->wr.ud.ah);
+			r->ud_remote_qpn = e->wr.ud.remote_qpn;
+			r->ud_remote_qkey = e->wr.ud.remote_qkey;
+		} else if (e->opcode == IBV_WR_BIND_MW) {
 			/* uapi: the window in ud_ah, its MR in swap, handles both */
-			r->ud_ah = live_id(ls, e->ah);
-			r->swap = live_id(ls, (const void *)(uintptr_t)e->swap);
+			r->ud_ah = live_id(ls, e->bind_mw.mw);
+			r->rkey = e->bind_mw.rkey;
+			r->remote_addr = e->bind_mw.bind_info.addr;
+			r->compare_add = e->bind_mw.bind_info.length;
+			r->swap = live_id(ls, e->bind_mw.bind_info.mr);
+			r->imm_data = e->bind_mw.bind_info.mw_access_flags;
+		} else if (e->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			   e->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			r->remote_addr = e->wr.atomic.remote_addr;
+			r->rkey = e->wr.atomic.rkey;
+			r->compare_add = e->wr.atomic.compare_add;
+			r->swap = e->wr.atomic.swap;
+		} else {
+			r->remote_addr = e->wr.rdma.remote_addr;
+			r->rkey = e->wr.rdma.rkey;
 		}
 		s = (struct ibckpt_snap_sge *)(r + 1);
 		for (k = 0; k < e->num_sge; k++) {

@@ -33,7 +33,7 @@ struct ibv_srq *ibckpt_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr 
 		errno = err;
 		return NULL;
 	}
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	ibckpt_spin_init(&srq->lock);
 	srq->ibv_srq.handle = srq->real->handle;
 	ibckpt_obj_add(to_ictx(ibpd->context), &srq->obj, IBCKPT_SNAP_SRQ);
 	return &srq->ibv_srq;	/* libibverbs fills context, pd, srq_context */
@@ -53,7 +53,6 @@ int ibckpt_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret;
 	ibckpt_wrlog_destroy(&srq->rq);
-	pthread_spin_destroy(&srq->lock);
 	free(srq);
 	return 0;
 }
@@ -93,9 +92,9 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	int ret;
 
 	ibckpt_gate_enter(&ctx->gate);
-	pthread_spin_lock(&srq->lock);
+	ibckpt_spin_lock(&srq->lock);
 	ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
-	pthread_spin_unlock(&srq->lock);
+	ibckpt_spin_unlock(&srq->lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_srq_recv, 1, memory_order_relaxed);
 	return ret;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Work request log: see wrlog.h for the rules. */
+/* Work request log: see wrlog.h for the rules; the common post is inline there. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,119 +49,136 @@ void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log)
 	log->inline_buf = NULL;
 }
 
-static struct ibckpt_wr *slot_reserve(struct ibckpt_wrlog *log, int num_sge, uint32_t *idx)
+/* Room for one more request: settles when the ring looks full. */
+static bool has_room(struct ibckpt_wrlog *log)
 {
-	if (ibckpt_wrlog_count(log) == log->size)
-		return NULL;
-	if (num_sge < 0 || (uint32_t)num_sge > log->max_sge)
-		return NULL;
-	*idx = log->tail & (log->size - 1);
-	return &log->wr[*idx];
+	if (__builtin_expect(ibckpt_wrlog_count(log) < log->size, 1))
+		return true;
+	ibckpt_wrlog_settle(log);
+	return ibckpt_wrlog_count(log) < log->size;
 }
 
 int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 {
-	struct ibckpt_wr *e;
+	const struct ibv_sge *src = wr->sg_list;
 	struct ibv_sge *sge;
 	uint32_t idx, len = 0;
-	int i;
+	int i, n = wr->num_sge;
 
-	if (ibckpt_wrlog_count(log) == log->size)
+	if (!has_room(log))
 		return ENOMEM;
-	e = slot_reserve(log, wr->num_sge, &idx);
-	if (!e)
+	if (n < 0 || (uint32_t)n > log->max_sge)
 		return EINVAL;
+	idx = log->tail & (log->size - 1);
 	sge = &log->sge[(size_t)idx * log->max_sge];
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (__builtin_expect(wr->send_flags & IBV_SEND_INLINE, 0)) {
 		/* The payload is the data now, not the buffer later. */
-		for (i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
+		for (i = 0; i < n; i++)
+			len += src[i].length;
 		if (len > log->max_inline)
 			return EINVAL;
 		uint8_t *dst = &log->inline_buf[(size_t)idx * log->max_inline];
 
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
+		for (i = 0; i < n; i++) {
+			memcpy(dst, (const void *)(uintptr_t)src[i].addr, src[i].length);
+			dst += src[i].length;
 		}
 	}
-	for (i = 0; i < wr->num_sge; i++)	/* mostly one: no memcpy call */
-		sge[i] = wr->sg_list[i];
-	e->wr_id = wr->wr_id;
-	e->opcode = (uint8_t)wr->opcode;
-	e->send_flags = wr->send_flags | (log->sq_sig_all ? IBV_SEND_SIGNALED : 0);
-	e->num_sge = (uint16_t)wr->num_sge;
-	e->inline_len = len;
-	e->imm_data = wr->imm_data;
-	e->retired = 0;
-	switch (wr->opcode) {
-	case IBV_WR_BIND_MW:
-		/* The window, its new rkey and what it is bound to (shadows). */
-		e->ah = wr->bind_mw.mw;
-		e->rkey = wr->bind_mw.rkey;
-		e->remote_addr = wr->bind_mw.bind_info.addr;
-		e->compare_add = wr->bind_mw.bind_info.length;
-		e->swap = (uintptr_t)wr->bind_mw.bind_info.mr;
-		e->imm_data = wr->bind_mw.bind_info.mw_access_flags;
-		e->remote_qpn = e->remote_qkey = 0;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		e->remote_addr = wr->wr.atomic.remote_addr;
-		e->rkey = wr->wr.atomic.rkey;
-		e->compare_add = wr->wr.atomic.compare_add;
-		e->swap = wr->wr.atomic.swap;
-		e->ah = NULL;
-		e->remote_qpn = e->remote_qkey = 0;
-		break;
-	default:
-		e->remote_addr = wr->wr.rdma.remote_addr;
-		e->rkey = wr->wr.rdma.rkey;
-		e->compare_add = e->swap = 0;
-		/* The union also holds UD's fields; keep them for UD queues. */
-		e->ah = wr->wr.ud.ah;
-		e->remote_qpn = wr->wr.ud.remote_qpn;
-		e->remote_qkey = wr->wr.ud.remote_qkey;
-		break;
-	}
+	for (i = 0; i < n; i++)
+		sge[i] = src[i];
+	ibckpt_wrlog_fill_send(log, idx, wr, len);
 	log->tail++;
-	log->posted++;
 	return 0;
 }
 
 int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 {
 	struct ibckpt_wr *e;
+	struct ibv_sge *sge;
 	uint32_t idx;
-	int i;
+	int i, n = wr->num_sge;
 
-	if (ibckpt_wrlog_count(log) == log->size)
+	if (!has_room(log))
 		return ENOMEM;
-	e = slot_reserve(log, wr->num_sge, &idx);
-	if (!e)
+	if (n < 0 || (uint32_t)n > log->max_sge)
 		return EINVAL;
+	idx = log->tail & (log->size - 1);
+	e = &log->wr[idx];
+	sge = &log->sge[(size_t)idx * log->max_sge];
 	/*
 	 * Receive logs only ever hold receives, so the send fields of every
 	 * slot are still the zeroes calloc() gave them: no memset per post.
 	 */
 	e->wr_id = wr->wr_id;
-	e->num_sge = (uint16_t)wr->num_sge;
+	e->num_sge = (uint16_t)n;
 	e->retired = 0;
-	for (i = 0; i < wr->num_sge; i++)
-		log->sge[(size_t)idx * log->max_sge + i] = wr->sg_list[i];
+	for (i = 0; i < n; i++)
+		sge[i] = wr->sg_list[i];
 	log->tail++;
-	log->posted++;
 	return 0;
 }
 
-uint32_t ibckpt_wrlog_signaled(const struct ibckpt_wrlog *log)
+static bool is_signaled(const struct ibckpt_wrlog *log, uint32_t i)
+{
+	return log->wr[i & (log->size - 1)].send_flags & IBV_SEND_SIGNALED;
+}
+
+static void retire_to(struct ibckpt_wrlog *log, uint32_t new_head)
+{
+	log->retired += new_head - log->head;
+	log->head = new_head;
+}
+
+void ibckpt_wrlog_settle(struct ibckpt_wrlog *log)
+{
+	uint32_t done = atomic_load_explicit(&log->done, memory_order_acquire);
+	uint32_t i, n, end;
+
+	switch (log->kind) {
+	case IBCKPT_WRLOG_SQ:
+		/*
+		 * Each counted completion is the oldest live signaled
+		 * request's: retire through the n-th signaled slot, keeping
+		 * the unsignaled ones after it.
+		 */
+		n = done - log->settled;
+		for (i = end = log->head; n && i != log->tail; i++) {
+			if (is_signaled(log, i)) {
+				n--;
+				end = i + 1;
+			}
+		}
+		log->unmatched += n;
+		retire_to(log, end);
+		log->settled = done;
+		break;
+	case IBCKPT_WRLOG_RQ:
+		n = done - log->settled;
+		if (n > ibckpt_wrlog_count(log)) {
+			log->unmatched += n - ibckpt_wrlog_count(log);
+			n = ibckpt_wrlog_count(log);
+		}
+		retire_to(log, log->head + n);
+		log->settled = done;
+		break;
+	case IBCKPT_WRLOG_SRQ:		/* retired at completion, by wr_id */
+		break;
+	}
+}
+
+uint32_t ibckpt_wrlog_live(struct ibckpt_wrlog *log)
+{
+	ibckpt_wrlog_settle(log);
+	return ibckpt_wrlog_count(log) - log->holes;
+}
+
+uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log)
 {
 	uint32_t i, n = 0;
 
+	ibckpt_wrlog_settle(log);
 	for (i = log->head; i != log->tail; i++)
-		if (log->wr[i & (log->size - 1)].send_flags & IBV_SEND_SIGNALED)
-			n++;
+		n += is_signaled(log, i);
 	return n;
 }
 
@@ -170,72 +187,89 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 	if (n > ibckpt_wrlog_count(log))
 		n = ibckpt_wrlog_count(log);
 	log->tail -= n;
-	log->posted -= n;
 }
 
-static void advance_head(struct ibckpt_wrlog *log)
+/* SRQ: slot i completed out of order; the head moves over leading holes. */
+static void srq_retire(struct ibckpt_wrlog *log, uint32_t i)
 {
-	while (log->head != log->tail && log->wr[log->head & (log->size - 1)].retired)
+	log->wr[i & (log->size - 1)].retired = 1;
+	log->holes++;
+	log->retired++;
+	while (log->head != log->tail && log->wr[log->head & (log->size - 1)].retired) {
 		log->head++;
-}
-
-static void retire_through(struct ibckpt_wrlog *log, uint32_t i)
-{
-	log->retired += i + 1;
-	log->head += i + 1;
+		log->holes--;
+	}
 }
 
 bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool success)
 {
-	uint32_t i, n = ibckpt_wrlog_count(log);
-	struct ibckpt_wr *e;
+	uint64_t unmatched = log->unmatched;
+	uint32_t i;
 
-	if (!n) {
-		log->unmatched++;
-		return false;
-	}
 	switch (log->kind) {
 	case IBCKPT_WRLOG_SQ:
-		for (i = 0; i < n; i++) {
-			e = &log->wr[(log->head + i) & (log->size - 1)];
-			/*
-			 * Success: only signaled requests complete, in order,
-			 * so it is the oldest signaled one, whatever its wr_id
-			 * (applications reuse wr_ids). Failure: every request
-			 * completes (flush), the first with this wr_id.
-			 */
-			if (success ? (e->send_flags & IBV_SEND_SIGNALED) != 0 : e->wr_id == wr_id)
-				break;
-		}
-		if (i == n) {
-			log->unmatched++;
-			return false;
-		}
-		if (e->wr_id != wr_id)
-			log->mismatched++;
-		retire_through(log, i);
-		return true;
-	case IBCKPT_WRLOG_RQ:
-		/* A receive queue completes in posting order, one by one. */
-		e = &log->wr[log->head & (log->size - 1)];
-		if (e->wr_id != wr_id)
-			log->mismatched++;
-		retire_through(log, 0);
-		return true;
-	case IBCKPT_WRLOG_SRQ:
-		for (i = 0; i < n; i++) {
-			e = &log->wr[(log->head + i) & (log->size - 1)];
-			if (!e->retired && e->wr_id == wr_id) {
-				e->retired = 1;
-				log->retired++;
-				advance_head(log);
+		if (success)
+			break;		/* counted like the poll path does */
+		ibckpt_wrlog_settle(log);
+		/* A flush completes every request, signaled or not: by wr_id. */
+		for (i = log->head; i != log->tail; i++) {
+			if (log->wr[i & (log->size - 1)].wr_id == wr_id) {
+				retire_to(log, i + 1);
 				return true;
 			}
 		}
+		log->unmatched++;
+		return false;
+	case IBCKPT_WRLOG_RQ:
 		break;
+	case IBCKPT_WRLOG_SRQ:
+		for (i = log->head; i != log->tail; i++) {
+			const struct ibckpt_wr *e = &log->wr[i & (log->size - 1)];
+
+			if (!e->retired && e->wr_id == wr_id) {
+				srq_retire(log, i);
+				return true;
+			}
+		}
+		log->unmatched++;
+		return false;
 	}
-	log->unmatched++;
-	return false;
+	ibckpt_wrlog_done(log);
+	ibckpt_wrlog_settle(log);
+	return log->unmatched == unmatched;
+}
+
+int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_vendor_post_recv post,
+				struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
+	uint32_t logged = 0, posted;
+	int ret, err = 0;
+
+	for (w = wr; w; w = w->next) {
+		err = ibckpt_wrlog_recv_fast(log, w);
+		if (err)
+			break;
+		logged++;
+	}
+	if (err) {
+		*bad = w;
+		if (!logged)
+			return err;
+		for (cut = wr; cut->next != w; cut = cut->next)
+			;
+		cut->next = NULL;
+	}
+	ret = post(real, wr, &rbad);
+	if (cut)
+		cut->next = w;
+	if (!ret)
+		return err;
+	for (posted = 0, w = wr; w && w != rbad; w = w->next)
+		posted++;
+	ibckpt_wrlog_unpost(log, logged - posted);
+	*bad = rbad;
+	return ret;
 }
 
 const struct ibckpt_wr *ibckpt_wrlog_at(const struct ibckpt_wrlog *log, uint32_t i,

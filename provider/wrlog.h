@@ -4,7 +4,7 @@
  * queue or SRQ (design principle 3). A fixed ring sized from the queue's
  * capabilities at creation: posting copies the request into the next slot
  * (SGEs and inline payload too, since the application may reuse an inline
- * buffer as soon as post returns), a completion retires slots. No allocation
+ * buffer as soon as post returns), completions retire slots. No allocation
  * after creation, no scan longer than the run of requests a completion
  * retires.
  *
@@ -19,12 +19,21 @@
  *    completion retires the oldest slot with its wr_id; the ring's head moves
  *    over retired slots.
  *
- * Not thread-safe by itself: callers serialize per queue (the provider
- * holds the queue's lock, as the vendor does for the hardware queue).
+ * Send and receive queues retire lazily: a successful send completion, or
+ * any receive completion, only counts itself (ibckpt_wrlog_done(), one
+ * increment on the poll path, no lock of the queue); the count is applied to
+ * the ring (ibckpt_wrlog_settle()) by whoever next needs the ring exact: a
+ * post that finds it full, a failed send completion, a snapshot. Each slot is
+ * then scanned once, so retirement stays O(1) per request, amortized.
+ *
+ * Locking: the slots, head and tail belong to the queue's lock (posters, the
+ * exact retirements, settling); 'done' is written by pollers, serialized by
+ * the context's qpn_lock, and read by settle: a single-writer counter.
  */
 #ifndef IBCKPT_WRLOG_H
 #define IBCKPT_WRLOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -36,26 +45,23 @@ enum ibckpt_wrlog_kind {
 };
 
 /*
- * One logged request. Fields a receive does not use stay zero. A memory
- * window bind (IBV_WR_BIND_MW) keeps: ah = the window, rkey = its new rkey,
- * remote_addr/compare_add = the bound address and length, swap = the MR
- * (pointer), imm_data = the window's access flags.
+ * One logged request, its opcode's fields as posted: 'wr' for RDMA, atomics
+ * and UD (UD's ah is the application's, a shadow), 'bind_mw' for
+ * IBV_WR_BIND_MW (the window and MR are shadows too). Fields a receive does
+ * not use stay zero.
  */
 struct ibckpt_wr {
 	uint64_t wr_id;
-	uint64_t remote_addr;		/* RDMA and atomics */
-	uint64_t compare_add;		/* atomics */
-	uint64_t swap;
-	uint32_t rkey;
+	union {
+		__typeof__(((struct ibv_send_wr *)0)->wr) wr;
+		__typeof__(((struct ibv_send_wr *)0)->bind_mw) bind_mw;
+	};
 	uint32_t imm_data;		/* network order, as posted */
-	uint32_t remote_qpn;		/* UD */
-	uint32_t remote_qkey;
-	void *ah;			/* UD: the application's (shadow) AH */
-	uint32_t send_flags;
+	uint32_t send_flags;		/* IBV_SEND_SIGNALED added if sq_sig_all */
 	uint32_t inline_len;		/* bytes copied to the slot's inline area */
 	uint16_t num_sge;
 	uint8_t opcode;			/* enum ibv_wr_opcode */
-	uint8_t retired;
+	uint8_t retired;		/* SRQ: a hole, completed out of order */
 };
 
 struct ibckpt_wrlog {
@@ -65,52 +71,124 @@ struct ibckpt_wrlog {
 	uint32_t size;			/* power of two */
 	uint32_t max_sge;
 	uint32_t max_inline;
-	uint32_t head;			/* oldest live slot (free-running) */
+	uint32_t head;			/* oldest unsettled slot (free-running) */
 	uint32_t tail;			/* next free slot (free-running) */
+	uint32_t holes;			/* SRQ: retired slots between head and tail */
+	atomic_uint done;		/* completions counted, free-running */
+	uint32_t settled;		/* of them, applied to head */
 	enum ibckpt_wrlog_kind kind;
 	bool sq_sig_all;
-	uint64_t posted;		/* statistics */
-	uint64_t retired;
+	uint64_t retired;		/* statistics */
 	uint64_t unmatched;		/* completions that matched no slot */
-	uint64_t mismatched;		/* retired a slot with another wr_id */
 };
 
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 		      uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, bool sq_sig_all);
 void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log);
 
-/* Slots between head and tail (for an SRQ, retired holes included). */
+/* Slots between head and tail: live ones, and completed ones not settled yet. */
 static inline uint32_t ibckpt_wrlog_count(const struct ibckpt_wrlog *log)
 {
 	return log->tail - log->head;
-}
-
-/* Requests posted and not yet completed. */
-static inline uint64_t ibckpt_wrlog_live(const struct ibckpt_wrlog *log)
-{
-	return log->posted - log->retired;
 }
 
 /* Appends one request; ENOMEM when the ring is full, EINVAL when it does not fit a slot. */
 int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr);
 int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr);
 
-/*
- * Live signaled send requests: the ones a completion will still report.
- * Unsignaled requests after the last signaled one complete silently.
- */
-uint32_t ibckpt_wrlog_signaled(const struct ibckpt_wrlog *log);
-
-/* The newest slot (the log is not empty). */
-static inline struct ibckpt_wr *ibckpt_wrlog_last(struct ibckpt_wrlog *log)
+/* Slot idx's fields from a send request; the SGEs and inline bytes are the caller's. */
+static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx,
+					  const struct ibv_send_wr *wr, uint32_t inline_len)
 {
-	return &log->wr[(log->tail - 1) & (log->size - 1)];
+	struct ibckpt_wr *e = &log->wr[idx];
+
+	e->wr_id = wr->wr_id;
+	/* The opcode's union as posted: no switch per opcode. */
+	if (__builtin_expect(wr->opcode == IBV_WR_BIND_MW, 0))
+		e->bind_mw = wr->bind_mw;
+	else
+		e->wr = wr->wr;
+	e->imm_data = wr->imm_data;
+	e->send_flags = wr->send_flags | (log->sq_sig_all ? IBV_SEND_SIGNALED : 0);
+	e->inline_len = inline_len;
+	e->num_sge = (uint16_t)wr->num_sge;
+	e->opcode = (uint8_t)wr->opcode;
+	e->retired = 0;
+}
+
+/*
+ * ibckpt_wrlog_send() for the common request, inline in the post path: one
+ * SGE, no inline data, a ring with room; anything else takes the full
+ * version.
+ */
+static inline int ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
+{
+	uint32_t idx = log->tail & (log->size - 1);
+
+	if (__builtin_expect(wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
+			     ibckpt_wrlog_count(log) == log->size, 0))
+		return ibckpt_wrlog_send(log, wr);
+	log->sge[(size_t)idx * log->max_sge] = wr->sg_list[0];	/* max_sge >= 1 */
+	ibckpt_wrlog_fill_send(log, idx, wr, 0);
+	log->tail++;
+	return 0;
+}
+
+/* The same for a receive. */
+static inline int ibckpt_wrlog_recv_fast(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
+{
+	uint32_t idx = log->tail & (log->size - 1);
+	struct ibckpt_wr *e = &log->wr[idx];
+
+	if (__builtin_expect(wr->num_sge != 1 || ibckpt_wrlog_count(log) == log->size, 0))
+		return ibckpt_wrlog_recv(log, wr);
+	log->sge[(size_t)idx * log->max_sge] = wr->sg_list[0];
+	/* Send fields of a receive log's slots stay calloc()'s zeroes. */
+	e->wr_id = wr->wr_id;
+	e->num_sge = 1;
+	e->retired = 0;
+	log->tail++;
+	return 0;
+}
+
+/*
+ * A completion of a send queue (successful) or receive queue (any status):
+ * counted, applied by the next settle. Pollers serialize per queue.
+ */
+static inline void ibckpt_wrlog_done(struct ibckpt_wrlog *log)
+{
+	unsigned int n = atomic_load_explicit(&log->done, memory_order_relaxed);
+
+	atomic_store_explicit(&log->done, n + 1, memory_order_release);
+}
+
+/* Applies the counted completions to the ring (send and receive queues). */
+void ibckpt_wrlog_settle(struct ibckpt_wrlog *log);
+
+/* Requests posted and not yet completed (settles first). */
+uint32_t ibckpt_wrlog_live(struct ibckpt_wrlog *log);
+
+/*
+ * Live signaled send requests: the ones a completion will still report
+ * (settles first). Unsignaled requests after the last signaled one complete
+ * silently.
+ */
+uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log);
+
+/* The k-th newest slot, 1 = the newest (k <= ibckpt_wrlog_count()). */
+static inline struct ibckpt_wr *ibckpt_wrlog_newest(struct ibckpt_wrlog *log, uint32_t k)
+{
+	return &log->wr[(log->tail - k) & (log->size - 1)];
 }
 
 /* Forgets the newest 'n' slots: what the vendor refused to post. */
 void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n);
 
-/* Retires what a completion reports, with the queue kind's rule. False: no match. */
+/*
+ * Retires what one completion reports, with the queue kind's rule, at once
+ * (settles first): the path of failed send completions and of SRQs, where
+ * wr_ids decide. False: no match.
+ */
 bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool success);
 
 /* The vendor's post of a receive list to its queue 'real' (QP or SRQ). */
@@ -122,46 +200,43 @@ typedef int (*ibckpt_vendor_post_recv)(void *real, struct ibv_recv_wr *wr,
  * logged to the vendor, forgets again what the vendor refused. A request the
  * log cannot take ends the list there, as a full queue would: the ones
  * before it are posted and it is reported in *bad. The caller holds the
- * queue's lock. Inline, so that 'post' is a direct call in each caller.
+ * queue's lock. A vendor that fails without naming the first request it
+ * refused is taken to have posted them all (it would have said).
  * Return: 0, the vendor's error or the log's (ENOMEM, EINVAL).
+ */
+int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_vendor_post_recv post,
+				struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/*
+ * The same, inline in the post paths so that a single request (most posts)
+ * costs no more than logging it and a direct call of 'post'.
  */
 static inline int ibckpt_wrlog_post_recv(struct ibckpt_wrlog *log, void *real,
 					 ibckpt_vendor_post_recv post,
 					 struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
-	uint32_t logged = 0, posted;
-	int ret, err = 0;
+	struct ibv_recv_wr *rbad = NULL;
+	int ret;
 
-	for (w = wr; w; w = w->next) {
-		err = ibckpt_wrlog_recv(log, w);
-		if (err)
-			break;
-		logged++;
-	}
-	if (err) {
-		*bad = w;
-		if (!logged)
-			return err;
-		for (cut = wr; cut->next != w; cut = cut->next)
-			;
-		cut->next = NULL;
+	if (__builtin_expect(!wr || wr->next, 0))
+		return ibckpt_wrlog_post_recv_list(log, real, post, wr, bad);
+	ret = ibckpt_wrlog_recv_fast(log, wr);
+	if (ret) {
+		*bad = wr;
+		return ret;
 	}
 	ret = post(real, wr, &rbad);
-	if (cut)
-		cut->next = w;
-	if (!ret)
-		return err;
-	for (posted = 0, w = wr; w && w != rbad; w = w->next)
-		posted++;
-	ibckpt_wrlog_unpost(log, logged - posted);
-	*bad = rbad;
+	if (ret) {
+		if (rbad)
+			ibckpt_wrlog_unpost(log, 1);
+		*bad = rbad;
+	}
 	return ret;
 }
 
 /*
  * i-th slot from the head (0 = oldest) with its SGEs and inline bytes, NULL
- * past the end; skip slots marked retired (SRQ holes).
+ * past the end; skip slots marked retired (SRQ holes). Settle first.
  */
 const struct ibckpt_wr *ibckpt_wrlog_at(const struct ibckpt_wrlog *log, uint32_t i,
 					const struct ibv_sge **sge, const uint8_t **inline_data);

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The spinlock of the verb paths (queue logs, QPN table, private CQs).
+ *
+ * Inline, so that an uncontended lock costs one atomic exchange and an
+ * unlock one store, with no call into libc on every post and poll. Held
+ * only for a few hundred instructions at most, always inside the context's
+ * gate (gate.h): a thread parked by a freeze never holds one. Contended
+ * waiters spin on a plain load and yield now and then, since on a small
+ * machine the holder may be waiting for the CPU they spin on.
+ */
+#ifndef IBCKPT_SPINLOCK_H
+#define IBCKPT_SPINLOCK_H
+
+#include <stdatomic.h>
+
+struct ibckpt_spinlock {
+	atomic_int locked;
+};
+
+void ibckpt_spin_lock_contended(struct ibckpt_spinlock *l);
+
+static inline void ibckpt_spin_init(struct ibckpt_spinlock *l)
+{
+	atomic_init(&l->locked, 0);
+}
+
+static inline void ibckpt_spin_lock(struct ibckpt_spinlock *l)
+{
+	if (__builtin_expect(atomic_exchange_explicit(&l->locked, 1, memory_order_acquire), 0))
+		ibckpt_spin_lock_contended(l);
+}
+
+static inline void ibckpt_spin_unlock(struct ibckpt_spinlock *l)
+{
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
+}
+
+#endif
