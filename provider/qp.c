@@ -202,9 +202,19 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	ibckpt_gate_enter(&qp->ctx->gate);
 	ret = ibv_modify_qp(qp->real, attr, mask);
 	if (!ret) {
+		bool reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
+
 		ibckpt_spin_lock(&qp->sq_lock);
 		qp_history_add(&qp->hist, attr, mask);
+		/* A reset empties the queues without completions: forget them too. */
+		if (reset)
+			ibckpt_wrlog_reset(&qp->sq);
 		ibckpt_spin_unlock(&qp->sq_lock);
+		if (reset && !qp->srq) {
+			ibckpt_spin_lock(&qp->rq_lock);
+			ibckpt_wrlog_reset(&qp->rq);
+			ibckpt_spin_unlock(&qp->rq_lock);
+		}
 	}
 	ibckpt_gate_exit(&qp->ctx->gate);
 	return ret;

@@ -182,6 +182,13 @@ uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log)
 	return n;
 }
 
+void ibckpt_wrlog_reset(struct ibckpt_wrlog *log)
+{
+	log->settled = atomic_load_explicit(&log->done, memory_order_acquire);
+	log->head = log->tail;
+	log->holes = 0;
+}
+
 void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 {
 	if (n > ibckpt_wrlog_count(log))

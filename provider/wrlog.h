@@ -181,6 +181,12 @@ static inline struct ibckpt_wr *ibckpt_wrlog_newest(struct ibckpt_wrlog *log, ui
 	return &log->wr[(log->tail - k) & (log->size - 1)];
 }
 
+/*
+ * Forgets every request: the queue was reset, which discards them without
+ * completions. Counted completions up to now are dropped with them.
+ */
+void ibckpt_wrlog_reset(struct ibckpt_wrlog *log);
+
 /* Forgets the newest 'n' slots: what the vendor refused to post. */
 void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n);
 

@@ -466,6 +466,29 @@ static void poster_and_poller_race(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/* A reset queue forgets everything, counted completions included. */
+static void reset_forgets_all(void)
+{
+	struct ibckpt_wrlog log;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	CHECK_EQ(post(&log, 1, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 2, 0), 0);
+	CHECK_EQ(post(&log, 3, IBV_SEND_SIGNALED), 0);
+	ibckpt_wrlog_done(&log);		/* 1 completed before the reset */
+	ibckpt_wrlog_reset(&log);
+	CHECK_EQ(ibckpt_wrlog_live(&log), 0);
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 0);
+	/* The next completion is the next request's, not one from before. */
+	CHECK_EQ(post(&log, 4, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 5, IBV_SEND_SIGNALED), 0);
+	ibckpt_wrlog_done(&log);
+	CHECK_EQ(ibckpt_wrlog_live(&log), 1);
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 5);
+	CHECK_EQ(log.unmatched, 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -483,5 +506,6 @@ int main(void)
 	RUN(counted_completions_settle_later);
 	RUN(rq_overcount_is_unmatched);
 	RUN(poster_and_poller_race);
+	RUN(reset_forgets_all);
 	return unit_done();
 }
