@@ -116,6 +116,9 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	pthread_mutex_init(&ctx->lock, NULL);
 	ibckpt_spin_init(&ctx->qpn_lock);
 	ibckpt_vidmap_init(&ctx->qpns);
+	ibckpt_spin_init(&ctx->key_lock);
+	ibckpt_vidmap_init(&ctx->lkeys);
+	ibckpt_vidmap_init(&ctx->rkeys);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
@@ -185,6 +188,8 @@ static void ibckpt_free_context(struct ibv_context *context)
 	ibckpt_channel_cleanup(ctx);
 	ibv_close_device(ctx->real);
 	ibckpt_vidmap_destroy(&ctx->qpns);
+	ibckpt_vidmap_destroy(&ctx->lkeys);
+	ibckpt_vidmap_destroy(&ctx->rkeys);
 	pthread_mutex_destroy(&ctx->lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

@@ -72,6 +72,9 @@ struct ibckpt_context {
 	struct ibckpt_spinlock qpn_lock;		/* qpns, last_qp: taken per poll */
 	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
+	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
+	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
+	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR or MW */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
 	uint32_t id;
@@ -91,6 +94,7 @@ struct ibckpt_mr {
 	struct ibv_mr *real;
 	struct ibckpt_obj obj;
 	uint64_t iova;
+	uint32_t lkey_gen, rkey_gen;		/* entries in ctx->lkeys, ctx->rkeys */
 };
 
 /*
@@ -104,6 +108,7 @@ struct ibckpt_mw {
 	struct ibckpt_obj obj;
 	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR, NULL if unbound */
 	uint32_t bound_rkey;
+	uint32_t rkey_gen;			/* bound_rkey's entry in ctx->rkeys */
 };
 
 struct ibckpt_ah {
@@ -243,6 +248,14 @@ static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
 void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type);
 void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj);
 uint32_t ibckpt_new_id(void);
+
+/* keys.c: virtual lkeys and rkeys */
+int ibckpt_key_add(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
+		   void *obj, uint32_t *gen);
+void ibckpt_key_del(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
+		    uint32_t gen);
+uint32_t ibckpt_key_real(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
+			 uint32_t gen);
 
 /* snapshot.c */
 int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplete, void **buf,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Memory regions. Virtual lkey/rkey equal the real ones at registration, so
- * posted SGEs and remote keys pass through untranslated until a restart.
+ * posted SGEs and remote keys pass through untranslated until a restart;
+ * both are entered in the context's key tables (keys.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,8 +11,10 @@
 struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			     int access)
 {
+	struct ibckpt_context *ctx = to_ictx(ibpd->context);
 	struct ibckpt_pd *pd = to_ipd(ibpd);
 	struct ibckpt_mr *mr = calloc(1, sizeof(*mr));
+	int err;
 
 	if (!mr) {
 		errno = ENOMEM;
@@ -32,7 +35,19 @@ struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 	mr->vmr.mr_type = IBV_MR_TYPE_MR;
 	mr->vmr.access = access;
 	mr->iova = hca_va;
-	ibckpt_obj_add(to_ictx(ibpd->context), &mr->obj, IBCKPT_SNAP_MR);
+	err = ibckpt_key_add(ctx, &ctx->lkeys, mr->real->lkey, mr, &mr->lkey_gen);
+	if (!err) {
+		err = ibckpt_key_add(ctx, &ctx->rkeys, mr->real->rkey, mr, &mr->rkey_gen);
+		if (err)
+			ibckpt_key_del(ctx, &ctx->lkeys, mr->real->lkey, mr->lkey_gen);
+	}
+	if (err) {
+		ibv_dereg_mr(mr->real);
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	ibckpt_obj_add(ctx, &mr->obj, IBCKPT_SNAP_MR);
 	return &mr->vmr.ibv_mr;
 }
 
@@ -44,8 +59,11 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr)
 
 	ibckpt_gate_enter(&ctx->gate);
 	ret = ibv_dereg_mr(mr->real);
-	if (!ret)
+	if (!ret) {
+		ibckpt_key_del(ctx, &ctx->lkeys, vmr->ibv_mr.lkey, mr->lkey_gen);
+		ibckpt_key_del(ctx, &ctx->rkeys, vmr->ibv_mr.rkey, mr->rkey_gen);
 		ibckpt_obj_del(ctx, &mr->obj);
+	}
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
 		return ret;

@@ -14,7 +14,9 @@
 
 struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 {
+	struct ibckpt_context *ctx = to_ictx(ibpd->context);
 	struct ibckpt_mw *mw = calloc(1, sizeof(*mw));
+	int err;
 
 	if (!mw) {
 		errno = ENOMEM;
@@ -31,7 +33,14 @@ struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	mw->ibv_mw.handle = mw->real->handle;
 	mw->ibv_mw.type = type;
 	mw->bound_rkey = mw->real->rkey;
-	ibckpt_obj_add(to_ictx(ibpd->context), &mw->obj, IBCKPT_SNAP_MW);
+	err = ibckpt_key_add(ctx, &ctx->rkeys, mw->bound_rkey, mw, &mw->rkey_gen);
+	if (err) {
+		ibv_dealloc_mw(mw->real);
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	ibckpt_obj_add(ctx, &mw->obj, IBCKPT_SNAP_MW);
 	return &mw->ibv_mw;
 }
 
@@ -43,8 +52,10 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 
 	ibckpt_gate_enter(&ctx->gate);
 	ret = ibv_dealloc_mw(mw->real);
-	if (!ret)
+	if (!ret) {
+		ibckpt_key_del(ctx, &ctx->rkeys, mw->bound_rkey, mw->rkey_gen);
 		ibckpt_obj_del(ctx, &mw->obj);
+	}
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
 		return ret;
@@ -62,8 +73,16 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
  */
 void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey)
 {
+	struct ibckpt_context *ctx = to_ictx(mw->ibv_mw.context);
+
 	mw->bind = *bind;
+	if (rkey == mw->bound_rkey)
+		return;
+	/* The window's key changes: so does its entry (the old key is gone). */
+	ibckpt_key_del(ctx, &ctx->rkeys, mw->bound_rkey, mw->rkey_gen);
 	mw->bound_rkey = rkey;
+	if (ibckpt_key_add(ctx, &ctx->rkeys, rkey, mw, &mw->rkey_gen))
+		mw->rkey_gen = 0;	/* no entry: the snapshot shows real rkey 0 */
 }
 
 int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind *mw_bind)

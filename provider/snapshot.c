@@ -194,6 +194,19 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 	}
 }
 
+/* The real QPN behind the QP's virtual one, through the context's table. */
+static uint32_t qpn_real(struct ibckpt_qp *qp)
+{
+	const struct ibckpt_vid *v;
+	uint32_t real;
+
+	ibckpt_spin_lock(&qp->ctx->qpn_lock);
+	v = ibckpt_vidmap_find(&qp->ctx->qpns, qp->vqp.qp.qp_num, qp->qpn_gen);
+	real = v ? v->real : 0;
+	ibckpt_spin_unlock(&qp->ctx->qpn_lock);
+	return real;
+}
+
 static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibckpt_qp *qp)
 {
 	struct ibv_qp *q = &qp->vqp.qp;
@@ -213,7 +226,7 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 	r->srq = qp->srq ? qp->srq->obj.id : 0;
 	r->qp_type = q->qp_type;
 	r->vqpn = q->qp_num;
-	r->qpn = qp->real->qp_num;
+	r->qpn = qpn_real(qp);
 	r->send_ops_flags = qp->qpx ? qp->qpx->flags : 0;
 	if (!ibv_query_qp(qp->real, &a, QP_ATTR_ALL, &init)) {
 		r->state = a.qp_state;
@@ -319,8 +332,9 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 			r->access = (uint32_t)mr->vmr.access;
 			r->vlkey = mr->vmr.ibv_mr.lkey;
 			r->vrkey = mr->vmr.ibv_mr.rkey;
-			r->lkey = mr->real->lkey;
-			r->rkey = mr->real->rkey;
+			/* real keys as a restart finds them: through the tables */
+			r->lkey = ibckpt_key_real(ctx, &ctx->lkeys, r->vlkey, mr->lkey_gen);
+			r->rkey = ibckpt_key_real(ctx, &ctx->rkeys, r->vrkey, mr->rkey_gen);
 		}
 		break;
 	}
@@ -333,7 +347,7 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 			r->pd = id_of_pd(mw->ibv_mw.pd);
 			r->type = mw->ibv_mw.type;
 			r->vrkey = mw->bound_rkey;
-			r->rkey = mw->bound_rkey;	/* the vendor's: virtual until a restart */
+			r->rkey = ibckpt_key_real(ctx, &ctx->rkeys, mw->bound_rkey, mw->rkey_gen);
 			r->mr = mw->bind.mr ? to_imr(mw->bind.mr)->obj.id : 0;
 			r->addr = mw->bind.addr;
 			r->length = mw->bind.length;

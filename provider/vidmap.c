@@ -10,8 +10,13 @@
 
 static uint32_t vid_hash(uint32_t v)
 {
-	/* Keys and QPNs are often sequential: spread them (Knuth). */
-	return v * 2654435761u;
+	/*
+	 * Keys and QPNs are often sequential, and keys are often an index
+	 * shifted over a key byte: multiply (Knuth), then fold the high bits
+	 * down, since the table uses the low ones.
+	 */
+	v *= 2654435761u;
+	return v ^ (v >> 16);
 }
 
 void ibckpt_vidmap_init(struct ibckpt_vidmap *m)
@@ -26,21 +31,40 @@ void ibckpt_vidmap_destroy(struct ibckpt_vidmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* The live slot of vid, or NULL; *probes (if given) counts the slots inspected. */
+static struct ibckpt_vid *probe(const struct ibckpt_vidmap *m, uint32_t vid, uint32_t *probes)
+{
+	uint32_t i, mask, n = 0;
+	struct ibckpt_vid *s = NULL;
+
+	if (m->size) {
+		mask = m->size - 1;
+		for (i = vid_hash(vid) & mask;; i = (i + 1) & mask) {
+			n++;
+			if (m->slot[i].gen == VID_FREE)
+				break;
+			if (m->slot[i].gen != VID_DELETED && m->slot[i].vid == vid) {
+				s = &m->slot[i];
+				break;
+			}
+		}
+	}
+	if (probes)
+		*probes = n;
+	return s;
+}
+
 static struct ibckpt_vid *find_slot(const struct ibckpt_vidmap *m, uint32_t vid)
 {
-	uint32_t i, mask;
+	return probe(m, vid, NULL);
+}
 
-	if (!m->size)
-		return NULL;
-	mask = m->size - 1;
-	for (i = vid_hash(vid) & mask;; i = (i + 1) & mask) {
-		struct ibckpt_vid *s = &m->slot[i];
+uint32_t ibckpt_vidmap_probes(const struct ibckpt_vidmap *m, uint32_t vid)
+{
+	uint32_t n;
 
-		if (s->gen == VID_FREE)
-			return NULL;
-		if (s->gen != VID_DELETED && s->vid == vid)
-			return s;
-	}
+	probe(m, vid, &n);
+	return n;
 }
 
 static void place(struct ibckpt_vid *slot, uint32_t size, const struct ibckpt_vid *e)

@@ -48,6 +48,8 @@ int ibckpt_vidmap_remove(struct ibckpt_vidmap *m, uint32_t vid, uint32_t gen);
 /* Live entry for vid, or NULL; gen 0 matches any generation. */
 const struct ibckpt_vid *ibckpt_vidmap_find(const struct ibckpt_vidmap *m, uint32_t vid,
 					    uint32_t gen);
+/* Slots a lookup of vid inspects (diagnostics, tests): about 1 to 2 when healthy. */
+uint32_t ibckpt_vidmap_probes(const struct ibckpt_vidmap *m, uint32_t vid);
 /* Points vid at a new real ID (restart). */
 int ibckpt_vidmap_set_real(struct ibckpt_vidmap *m, uint32_t vid, uint32_t real);
 
