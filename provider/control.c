@@ -9,9 +9,10 @@
  * completed and no completion arrived for a quiet period, or a bound is
  * reached (late completions: the peer may still be sending); it answers with
  * what it drained and how many sends have not been seen to complete
- * (unsignaled sends after the last signaled one complete without a trace). The gates stay closed until
- * IBCKPT_EV_THAW or IBCKPT_EV_ABORT. Between the answer and the thaw the
- * thread waits in read(): it runs no code while the group is frozen.
+ * (unsignaled sends after the last signaled one complete without a trace).
+ * The gates stay closed until IBCKPT_EV_THAW or IBCKPT_EV_ABORT. Between the
+ * answer and the thaw the thread waits in read(): it runs no code while the
+ * group is frozen.
  *
  * Without the module (no /dev/ibckpt) there is no control thread and a
  * freeze parks the application threads without quiescing verbs.

@@ -291,7 +291,8 @@ static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool u
  * Lists, UD and window binds: under the send queue's lock, inside the gate.
  * Out of line, so that the one-request path needs few registers.
  */
-static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+						     struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
 	uint32_t logged = 0, posted, binds = 0;

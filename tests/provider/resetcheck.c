@@ -48,7 +48,15 @@ static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, enum ibv_w
 }
 
 /* A refused post ends the program: what follows would only repeat it. */
-#define POST(call, ...) do {							int err_ = (call);							if (err_) {									fprintf(stderr, PROG ": ");						fprintf(stderr, __VA_ARGS__);						fprintf(stderr, " refused: %s\n", strerror(err_));			return 1;							}								} while (0)
+#define POST(call, ...) do {					\
+	int err_ = (call);					\
+	if (err_) {						\
+		fprintf(stderr, PROG ": ");			\
+		fprintf(stderr, __VA_ARGS__);			\
+		fprintf(stderr, " refused: %s\n", strerror(err_));	\
+		return 1;					\
+	}							\
+} while (0)
 
 static void to_reset(struct ibv_qp *qp)
 {
