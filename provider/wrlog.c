@@ -118,38 +118,56 @@ int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 	return 0;
 }
 
-static bool is_signaled(const struct ibckpt_wrlog *log, uint32_t i)
+static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)
 {
-	return log->wr[i & (log->size - 1)].send_flags & IBV_SEND_SIGNALED;
+	return &log->wr[i & (log->size - 1)];
 }
 
 static void retire_to(struct ibckpt_wrlog *log, uint32_t new_head)
 {
+	if (new_head == log->head)
+		return;
 	log->retired += new_head - log->head;
 	log->head = new_head;
+	if (log->kind == IBCKPT_WRLOG_SQ)
+		log->head_sig = slot(log, log->head - 1)->sig_seq;
+}
+
+/* Send queue: the slot of the signaled request numbered 'seq' (it is live). */
+static uint32_t find_signaled(const struct ibckpt_wrlog *log, uint32_t seq)
+{
+	uint32_t lo = 0, hi = ibckpt_wrlog_count(log) - 1, mid;
+
+	/* sig_seq does not decrease from head to tail: the first slot with 'seq'. */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((int32_t)(slot(log, log->head + mid)->sig_seq - seq) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return log->head + lo;
 }
 
 void ibckpt_wrlog_settle(struct ibckpt_wrlog *log)
 {
 	uint32_t done = atomic_load_explicit(&log->done, memory_order_acquire);
-	uint32_t i, n, end;
+	uint32_t n;
 
 	switch (log->kind) {
 	case IBCKPT_WRLOG_SQ:
 		/*
 		 * Each counted completion is the oldest live signaled
-		 * request's: retire through the n-th signaled slot, keeping
-		 * the unsignaled ones after it.
+		 * request's: retire through the n-th live signaled one,
+		 * keeping the unsignaled ones after it.
 		 */
 		n = done - log->settled;
-		for (i = end = log->head; n && i != log->tail; i++) {
-			if (is_signaled(log, i)) {
-				n--;
-				end = i + 1;
-			}
+		if (n > log->sig_count - log->head_sig) {
+			log->unmatched += n - (log->sig_count - log->head_sig);
+			n = log->sig_count - log->head_sig;
 		}
-		log->unmatched += n;
-		retire_to(log, end);
+		if (n)
+			retire_to(log, find_signaled(log, log->head_sig + n) + 1);
 		log->settled = done;
 		break;
 	case IBCKPT_WRLOG_RQ:
@@ -174,12 +192,8 @@ uint32_t ibckpt_wrlog_live(struct ibckpt_wrlog *log)
 
 uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log)
 {
-	uint32_t i, n = 0;
-
 	ibckpt_wrlog_settle(log);
-	for (i = log->head; i != log->tail; i++)
-		n += is_signaled(log, i);
-	return n;
+	return log->sig_count - log->head_sig;
 }
 
 void ibckpt_wrlog_reset(struct ibckpt_wrlog *log)
@@ -187,6 +201,7 @@ void ibckpt_wrlog_reset(struct ibckpt_wrlog *log)
 	log->settled = atomic_load_explicit(&log->done, memory_order_acquire);
 	log->head = log->tail;
 	log->holes = 0;
+	log->head_sig = log->sig_count;
 }
 
 void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
@@ -194,6 +209,9 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 	if (n > ibckpt_wrlog_count(log))
 		n = ibckpt_wrlog_count(log);
 	log->tail -= n;
+	if (log->kind == IBCKPT_WRLOG_SQ)
+		log->sig_count = log->tail == log->head ? log->head_sig
+							: slot(log, log->tail - 1)->sig_seq;
 }
 
 /* SRQ: slot i completed out of order; the head moves over leading holes. */

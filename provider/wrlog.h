@@ -24,7 +24,10 @@
  * increment on the poll path, no lock of the queue); the count is applied to
  * the ring (ibckpt_wrlog_settle()) by whoever next needs the ring exact: a
  * post that finds it full, a failed send completion, a snapshot. Each slot is
- * then scanned once, so retirement stays O(1) per request, amortized.
+ * then retired without a scan: each send slot carries the number of
+ * signaled requests logged up to it, so the request the n-th counted
+ * completion belongs to is found by bisection, whatever the number of
+ * unsignaled requests in between.
  *
  * Locking: the slots, head and tail belong to the queue's lock (posters, the
  * exact retirements, settling); 'done' is written by pollers, serialized by
@@ -62,6 +65,7 @@ struct ibckpt_wr {
 	uint16_t num_sge;
 	uint8_t opcode;			/* enum ibv_wr_opcode */
 	uint8_t retired;		/* SRQ: a hole, completed out of order */
+	uint32_t sig_seq;		/* send queue: signaled requests up to this one */
 };
 
 struct ibckpt_wrlog {
@@ -74,6 +78,8 @@ struct ibckpt_wrlog {
 	uint32_t head;			/* oldest unsettled slot (free-running) */
 	uint32_t tail;			/* next free slot (free-running) */
 	uint32_t holes;			/* SRQ: retired slots between head and tail */
+	uint32_t sig_count;		/* send queue: signaled requests ever logged */
+	uint32_t head_sig;		/* of them, retired (those before head) */
 	atomic_uint done;		/* completions counted, free-running */
 	uint32_t settled;		/* of them, applied to head */
 	enum ibckpt_wrlog_kind kind;
@@ -96,7 +102,10 @@ static inline uint32_t ibckpt_wrlog_count(const struct ibckpt_wrlog *log)
 int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr);
 int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr);
 
-/* Slot idx's fields from a send request; the SGEs and inline bytes are the caller's. */
+/*
+ * Slot idx (the one at 'tail') from a send request; the SGEs and inline
+ * bytes are the caller's, and so is moving the tail.
+ */
 static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx,
 					  const struct ibv_send_wr *wr, uint32_t inline_len)
 {
@@ -110,6 +119,9 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
 		e->wr = wr->wr;
 	e->imm_data = wr->imm_data;
 	e->send_flags = wr->send_flags | (log->sq_sig_all ? IBV_SEND_SIGNALED : 0);
+	/* Numbers the signaled requests: settling finds the n-th by bisection. */
+	log->sig_count += (e->send_flags & IBV_SEND_SIGNALED) != 0;
+	e->sig_seq = log->sig_count;
 	e->inline_len = inline_len;
 	e->num_sge = (uint16_t)wr->num_sge;
 	e->opcode = (uint8_t)wr->opcode;

@@ -489,6 +489,35 @@ static void reset_forgets_all(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/*
+ * The numbering of signaled sends follows unposts and flushes:
+ * refused requests give their numbers back, a flush retires its own.
+ */
+static void signaled_numbers_follow_unpost_and_flush(void)
+{
+	struct ibckpt_wrlog log;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	CHECK_EQ(post(&log, 1, 0), 0);
+	CHECK_EQ(post(&log, 2, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 3, IBV_SEND_SIGNALED), 0);
+	ibckpt_wrlog_unpost(&log, 1);		/* the vendor refused 3 */
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 1);
+	CHECK_EQ(post(&log, 4, 0), 0);
+	CHECK_EQ(post(&log, 5, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ(post(&log, 6, IBV_SEND_SIGNALED), 0);
+	CHECK(ibckpt_wrlog_complete(&log, 4, false));	/* flush through 4: 2 goes too */
+	CHECK_EQ(ibckpt_wrlog_signaled(&log), 2);
+	ibckpt_wrlog_done(&log);		/* 5 */
+	CHECK_EQ(ibckpt_wrlog_live(&log), 1);
+	CHECK_EQ(ibckpt_wrlog_at(&log, 0, NULL, NULL)->wr_id, 6);
+	ibckpt_wrlog_done(&log);		/* 6 */
+	ibckpt_wrlog_done(&log);		/* nothing left: reported */
+	CHECK_EQ(ibckpt_wrlog_live(&log), 0);
+	CHECK_EQ(log.unmatched, 1);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -507,5 +536,6 @@ int main(void)
 	RUN(rq_overcount_is_unmatched);
 	RUN(poster_and_poller_race);
 	RUN(reset_forgets_all);
+	RUN(signaled_numbers_follow_unpost_and_flush);
 	return unit_done();
 }
