@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "traffic.h"
 
 #define WRID(q, pos)	(((uint64_t)(q) << 48) | ((pos) & ((1ull << 48) - 1)))
@@ -167,6 +168,20 @@ static int check_result(struct tctx *t, int q, uint64_t pos, const struct tsq_en
 		break;
 	case OP_ATOMIC:
 		memcpy(&old, slot, 8);
+		if (old == UINT64_MAX) {
+			/*
+			 * Still the poison written at post time: the request was
+			 * reported complete before its result was written. Tell
+			 * a completion delivered early (the result lands later)
+			 * from one that came without the result at all.
+			 */
+			usleep(200000);
+			memcpy(&old, slot, 8);
+			terr(t, "QP %d: fetch-and-add #%llu completed before its result was written "
+			     "(%s)", q, (unsigned long long)e->seq,
+			     old == UINT64_MAX ? "it never came" : "it came later");
+			return -1;
+		}
 		if (old != e->seq) {
 			terr(t, "QP %d: fetch-and-add #%llu fetched %llu (lost or duplicated add)",
 			     q, (unsigned long long)e->seq, (unsigned long long)old);

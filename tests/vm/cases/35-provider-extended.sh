@@ -22,15 +22,9 @@ RDMAV_DRIVERS=$prov $x rxe0 > "$T/stacked" 2>&1 || fail "excheck through ibckpt:
 cat "$T/stacked"
 grep -Eq 'stats rxe0: .*poll_cq [1-9]' "$T/stacked" || fail "polls did not go through ibckpt"
 
-mkfifo "$T/in"
-RDMAV_DRIVERS=$prov setsid $x rxe0 --wait < "$T/in" > "$T/out" 2> "$T/err" &
-pid=$!
-exec 3> "$T/in"
-for _ in $(seq 100); do
-	grep -q posted "$T/out" && break
-	sleep 0.1
-done
-grep -q posted "$T/out" || fail "excheck did not post: $(cat "$T/err")"
+posted_start "$T/w" env RDMAV_DRIVERS="$prov" $x rxe0 --wait ||
+	fail "excheck did not post: $(cat "$T/w/err")"
+pid=$POSTED_PID
 ibckpt -j freeze --timeout 10000 --persist 60 "$pid" > "$T/f" 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
 cat "$T/f"
 json_get v "$T/f" providers
@@ -49,11 +43,11 @@ jq -e '.processes[0].wrs | map(select(.opcode == 8)) | length == 1 and .[0].bind
 	fail "the unsignaled bind of a freed window: $(jq -c '.processes[0].wrs' "$T/d.json")"
 tools/ibckpt-xcheck "$T/d.json" || fail "snapshot differs from the kernel's view"
 ibckpt thaw "$pid" > /dev/null || fail "thaw"
-echo go >&3
-exec 3>&-
+posted_release
 wait "$pid"
 rc=$?
-cat "$T/out" "$T/err"
+cat "$T/w/out" "$T/w/err"
 expect_eq 0 "$rc" "excheck exit status after freeze and thaw"
-grep -Eq 'stats rxe0: .*drained 6$' "$T/err" || fail "the provider did not drain 6: $(grep stats "$T/err")"
+grep -Eq 'stats rxe0: .*drained 6$' "$T/w/err" ||
+	fail "the provider did not drain 6: $(grep stats "$T/w/err")"
 pass

@@ -12,21 +12,14 @@ RDMAV_DRIVERS=$prov IBCKPT_STATS=1 $x rxe0 > "$T/stacked" 2>&1 ||
 	fail "resetcheck through ibckpt: $(cat "$T/stacked")"
 grep -Eq 'stats rxe0: post_send [1-9]' "$T/stacked" || fail "posts did not go through ibckpt"
 
-mkfifo "$T/in"
-RDMAV_DRIVERS=$prov setsid $x rxe0 --wait < "$T/in" > "$T/out" 2> "$T/err" &
-pid=$!
-exec 3> "$T/in"
-for _ in $(seq 100); do
-	grep -q posted "$T/out" && break
-	sleep 0.1
-done
-grep -q posted "$T/out" || fail "resetcheck --wait did not post: $(cat "$T/err")"
+posted_start "$T/w" env RDMAV_DRIVERS="$prov" $x rxe0 --wait ||
+	fail "resetcheck --wait did not post: $(cat "$T/w/err")"
+pid=$POSTED_PID
 ibckpt freeze --persist 60 "$pid" > /dev/null || fail "freeze"
 ibckpt -j dump "$pid" > "$T/dump.json" || fail "dump"
 ibckpt thaw "$pid" > /dev/null || fail "thaw"
-echo go >&3
-exec 3>&-
-wait "$pid" || fail "resetcheck --wait: $(cat "$T/err")"
+posted_release
+wait "$pid" || fail "resetcheck --wait: $(cat "$T/w/err")"
 json_get recv "$T/dump.json" recv_wr
 json_get send "$T/dump.json" send_wr
 expect_eq 2 "$recv" "receives outstanding in the snapshot"

@@ -13,17 +13,10 @@ x=$PWD/tests/provider/bin/excheck
 # round DIR TIMEOUT_MS MESSAGE: start excheck, fail its freeze with MESSAGE
 # (%PID% stands for its pid as this shell sees it), let it finish.
 round() {
-	local in=$1/in pid want
-	mkdir -p "$1"
-	mkfifo "$in"
-	setsid "$x" rxe0 --wait < "$in" > "$1/out" 2> "$1/err" &
-	pid=$!
-	exec 3> "$in"
-	for _ in $(seq 100); do
-		grep -q posted "$1/out" && break
-		sleep 0.1
-	done
-	grep -q posted "$1/out" || { echo "excheck did not post: $(cat "$1/err")"; return 1; }
+	local pid want
+
+	posted_start "$1" "$x" rxe0 --wait || { echo "excheck did not post: $(cat "$1/err")"; return 1; }
+	pid=$POSTED_PID
 	if ibckpt freeze --timeout "$2" "$pid" > /dev/null 2> "$1/fe"; then
 		echo "freeze succeeded although the provider failed"
 		return 1
@@ -35,8 +28,7 @@ round() {
 		echo "the group is frozen after a failed freeze"
 		return 1
 	fi
-	echo go >&3
-	exec 3>&-
+	posted_release
 	wait "$pid" || { echo "excheck after the failed freeze: $(cat "$1/err")"; return 1; }
 	echo "round ok: process $pid"
 }

@@ -28,6 +28,30 @@ json_get() {
 	return 0
 }
 
+# posted_start DIR CMD...: start CMD, a test program in its --wait mode (it
+# prints "posted", then waits for a line on standard input), in a session of
+# its own, reading a FIFO held open on fd 3, writing DIR/out and DIR/err;
+# return once it posted, 1 if it did not within 10 s. POSTED_PID: its pid.
+# posted_release lets it go on.
+posted_start() {
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	mkfifo "$dir/in"
+	setsid "$@" < "$dir/in" > "$dir/out" 2> "$dir/err" &
+	POSTED_PID=$!
+	exec 3> "$dir/in"
+	for _ in $(seq 100); do
+		grep -q posted "$dir/out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+posted_release() {
+	echo go >&3
+	exec 3>&-
+}
+
 # A TCP port for a side channel, distinct per case so leftovers never collide.
 bed_port() { echo $((18000 + RANDOM % 10000)); }
 
