@@ -54,12 +54,10 @@ void ibckpt_key_del(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint3
 uint32_t ibckpt_key_real(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
 			 uint32_t gen)
 {
-	const struct ibckpt_vid *v;
 	uint32_t real;
 
 	ibckpt_spin_lock(&ctx->key_lock);
-	v = ibckpt_vidmap_find(map, key, gen);
-	real = v ? v->real : 0;
+	real = ibckpt_vidmap_real(map, key, gen);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	return real;
 }

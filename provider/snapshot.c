@@ -197,12 +197,10 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 /* The real QPN behind the QP's virtual one, through the context's table. */
 static uint32_t qpn_real(struct ibckpt_qp *qp)
 {
-	const struct ibckpt_vid *v;
 	uint32_t real;
 
 	ibckpt_spin_lock(&qp->ctx->qpn_lock);
-	v = ibckpt_vidmap_find(&qp->ctx->qpns, qp->vqp.qp.qp_num, qp->qpn_gen);
-	real = v ? v->real : 0;
+	real = ibckpt_vidmap_real(&qp->ctx->qpns, qp->vqp.qp.qp_num, qp->qpn_gen);
 	ibckpt_spin_unlock(&qp->ctx->qpn_lock);
 	return real;
 }

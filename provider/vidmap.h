@@ -48,6 +48,14 @@ int ibckpt_vidmap_remove(struct ibckpt_vidmap *m, uint32_t vid, uint32_t gen);
 /* Live entry for vid, or NULL; gen 0 matches any generation. */
 const struct ibckpt_vid *ibckpt_vidmap_find(const struct ibckpt_vidmap *m, uint32_t vid,
 					    uint32_t gen);
+/* The real ID behind vid of generation gen (0: any), 0 if there is none. */
+static inline uint32_t ibckpt_vidmap_real(const struct ibckpt_vidmap *m, uint32_t vid,
+					  uint32_t gen)
+{
+	const struct ibckpt_vid *v = ibckpt_vidmap_find(m, vid, gen);
+
+	return v ? v->real : 0;
+}
 /* Slots a lookup of vid inspects (diagnostics, tests): about 1 to 2 when healthy. */
 uint32_t ibckpt_vidmap_probes(const struct ibckpt_vidmap *m, uint32_t vid);
 /* Points vid at a new real ID (restart). */

@@ -49,6 +49,11 @@ void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log)
 	log->inline_buf = NULL;
 }
 
+static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)
+{
+	return &log->wr[i & (log->size - 1)];
+}
+
 /* Room for one more request: settles when the ring looks full. */
 static bool has_room(struct ibckpt_wrlog *log)
 {
@@ -116,11 +121,6 @@ int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 		sge[i] = wr->sg_list[i];
 	log->tail++;
 	return 0;
-}
-
-static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)
-{
-	return &log->wr[i & (log->size - 1)];
 }
 
 static void retire_to(struct ibckpt_wrlog *log, uint32_t new_head)
@@ -217,10 +217,10 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 /* SRQ: slot i completed out of order; the head moves over leading holes. */
 static void srq_retire(struct ibckpt_wrlog *log, uint32_t i)
 {
-	log->wr[i & (log->size - 1)].retired = 1;
+	slot(log, i)->retired = 1;
 	log->holes++;
 	log->retired++;
-	while (log->head != log->tail && log->wr[log->head & (log->size - 1)].retired) {
+	while (log->head != log->tail && slot(log, log->head)->retired) {
 		log->head++;
 		log->holes--;
 	}
@@ -238,7 +238,7 @@ bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool succes
 		ibckpt_wrlog_settle(log);
 		/* A flush completes every request, signaled or not: by wr_id. */
 		for (i = log->head; i != log->tail; i++) {
-			if (log->wr[i & (log->size - 1)].wr_id == wr_id) {
+			if (slot(log, i)->wr_id == wr_id) {
 				retire_to(log, i + 1);
 				return true;
 			}
@@ -249,7 +249,7 @@ bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool succes
 		break;
 	case IBCKPT_WRLOG_SRQ:
 		for (i = log->head; i != log->tail; i++) {
-			const struct ibckpt_wr *e = &log->wr[i & (log->size - 1)];
+			const struct ibckpt_wr *e = slot(log, i);
 
 			if (!e->retired && e->wr_id == wr_id) {
 				srq_retire(log, i);

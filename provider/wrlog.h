@@ -125,7 +125,7 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
 	e->inline_len = inline_len;
 	e->num_sge = (uint16_t)wr->num_sge;
 	e->opcode = (uint8_t)wr->opcode;
-	e->retired = 0;
+	/* 'retired' marks SRQ holes only: a send slot's stays calloc()'s zero. */
 }
 
 /*
