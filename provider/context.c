@@ -76,6 +76,36 @@ static void device_finish(struct ibckpt_device *dev)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/**
+ * ibckpt_context_init() - the shadow context's own state
+ * @ctx: the shadow, zeroed
+ * @real: the vendor's context it stacks on
+ */
+void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
+{
+	ctx->real = real;
+	ibckpt_gate_init(&ctx->gate);
+	pthread_mutex_init(&ctx->lock, NULL);
+	ibckpt_spin_init(&ctx->qpn_lock);
+	ibckpt_vidmap_init(&ctx->qpns);
+	ibckpt_vidmap_init(&ctx->xsrqs);
+	ibckpt_spin_init(&ctx->key_lock);
+	ibckpt_vidmap_init(&ctx->lkeys);
+	ibckpt_vidmap_init(&ctx->rkeys);
+	ctx->objs.next = ctx->objs.prev = &ctx->objs;
+	ctx->id = ibckpt_new_id();
+}
+
+/* Undoes ibckpt_context_init(); the vendor's context is the caller's. */
+void ibckpt_context_fini(struct ibckpt_context *ctx)
+{
+	ibckpt_vidmap_destroy(&ctx->qpns);
+	ibckpt_vidmap_destroy(&ctx->xsrqs);
+	ibckpt_vidmap_destroy(&ctx->lkeys);
+	ibckpt_vidmap_destroy(&ctx->rkeys);
+	pthread_mutex_destroy(&ctx->lock);
+}
+
 struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					   void *private_data)
 {
@@ -111,16 +141,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	}
 	ctx->vctx.context.async_fd = afd;
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
-	ctx->real = real;
-	ibckpt_gate_init(&ctx->gate);
-	pthread_mutex_init(&ctx->lock, NULL);
-	ibckpt_spin_init(&ctx->qpn_lock);
-	ibckpt_vidmap_init(&ctx->qpns);
-	ibckpt_spin_init(&ctx->key_lock);
-	ibckpt_vidmap_init(&ctx->lkeys);
-	ibckpt_vidmap_init(&ctx->rkeys);
-	ctx->objs.next = ctx->objs.prev = &ctx->objs;
-	ctx->id = ibckpt_new_id();
+	ibckpt_context_init(ctx, real);
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
@@ -187,10 +208,7 @@ static void ibckpt_free_context(struct ibv_context *context)
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 	ibckpt_channel_cleanup(ctx);
 	ibv_close_device(ctx->real);
-	ibckpt_vidmap_destroy(&ctx->qpns);
-	ibckpt_vidmap_destroy(&ctx->lkeys);
-	ibckpt_vidmap_destroy(&ctx->rkeys);
-	pthread_mutex_destroy(&ctx->lock);
+	ibckpt_context_fini(ctx);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }
@@ -255,6 +273,7 @@ const struct verbs_context_ops ibckpt_ctx_ops = {
 	.async_event = ibckpt_async_event,
 	.attach_mcast = ibckpt_attach_mcast,
 	.bind_mw = ibckpt_bind_mw,
+	.close_xrcd = ibckpt_close_xrcd,
 	.cq_event = ibckpt_cq_event,
 	.create_ah = ibckpt_create_ah,
 	.create_cq = ibckpt_create_cq,
@@ -262,6 +281,7 @@ const struct verbs_context_ops ibckpt_ctx_ops = {
 	.create_qp = ibckpt_create_qp,
 	.create_qp_ex = ibckpt_create_qp_ex,
 	.create_srq = ibckpt_create_srq,
+	.create_srq_ex = ibckpt_create_srq_ex,
 	.dealloc_mw = ibckpt_dealloc_mw,
 	.dealloc_pd = ibckpt_dealloc_pd,
 	.dereg_mr = ibckpt_dereg_mr,
@@ -274,6 +294,8 @@ const struct verbs_context_ops ibckpt_ctx_ops = {
 	.get_srq_num = ibckpt_get_srq_num,
 	.modify_qp = ibckpt_modify_qp,
 	.modify_srq = ibckpt_modify_srq,
+	.open_qp = ibckpt_open_qp,
+	.open_xrcd = ibckpt_open_xrcd,
 	.poll_cq = ibckpt_poll_cq,
 	.post_recv = ibckpt_post_recv,
 	.post_send = ibckpt_post_send,

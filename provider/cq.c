@@ -122,7 +122,7 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 }
 
 /* Retires what the vendor returned; inside the gate. */
-static inline void retire_polled(struct ibckpt_context *ctx, const struct ibv_wc *wc, int n)
+static inline void retire_polled(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
 {
 	int i;
 

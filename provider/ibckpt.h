@@ -69,8 +69,9 @@ struct ibckpt_context {
 	bool remapped;				/* virtual != real IDs (after restart) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
-	struct ibckpt_spinlock qpn_lock;		/* qpns, last_qp: taken per poll */
+	struct ibckpt_spinlock qpn_lock;		/* qpns, xsrqs, last_qp: taken per poll */
 	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
+	struct ibckpt_vidmap xsrqs;		/* XRC SRQ handle -> shadow SRQ (srq.c) */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
@@ -148,10 +149,30 @@ struct ibckpt_cq {
 	bool ex;				/* created by ibv_create_cq_ex() */
 };
 
+/* An XRC domain; the vendor's may be shared with other processes (by file). */
+struct ibckpt_xrcd {
+	struct ibv_xrcd ibv_xrcd;
+	struct ibv_xrcd *real;
+	struct ibckpt_obj obj;
+	int oflags;				/* as opened: for snapshots */
+};
+
+/*
+ * A shared receive queue, basic or XRC. Receives posted to an XRC SRQ reach
+ * the vendor with a tag for wr_id (srq.c): its completions name the XRC
+ * target QP, which may belong to another process, so only the tag can lead
+ * a completion back to its SRQ and slot.
+ */
 struct ibckpt_srq {
 	struct ibv_srq ibv_srq;
 	struct ibv_srq *real;
 	struct ibckpt_obj obj;
+	struct ibckpt_context *ctx;
+	enum ibv_srq_type type;
+	struct ibckpt_xrcd *xrcd;		/* XRC: its domain and CQ */
+	struct ibckpt_cq *cq;
+	uint32_t srq_num;			/* XRC: the vendor's, what senders name */
+	uint32_t xsrq_gen;			/* XRC: entry in ctx->xsrqs */
 	uint32_t srq_limit;			/* last armed */
 	struct ibckpt_spinlock lock;		/* rq log */
 	struct ibckpt_wrlog rq;
@@ -175,16 +196,24 @@ struct ibckpt_qpx {
 	struct ibv_sge *sge;			/* max_sge per slot (at least one) */
 	uint8_t *inl;				/* max_inline bytes per slot */
 	uint32_t n, max, max_sge, max_inline;
+	uint32_t atomic_writes;			/* of the n */
 	int err;				/* first error since wr_start */
 	struct ibv_send_wr scratch;		/* absorbs setters after an error */
 	struct ibv_sge scratch_sge;
 };
 
+/*
+ * A queue pair. XRC target QPs (created or opened) have no queue of their
+ * own: no logs, and no entry in ctx->qpns (their completions are their XRC
+ * SRQs', found by tag).
+ */
 struct ibckpt_qp {
 	struct verbs_qp vqp;
 	struct ibv_qp *real;
 	struct ibckpt_context *ctx;
 	struct ibckpt_srq *srq;
+	struct ibckpt_xrcd *xrcd;		/* XRC target QPs */
+	bool opened;				/* by ibv_open_qp(): not ours to log */
 	struct ibckpt_obj obj;
 	struct ibckpt_spinlock sq_lock;		/* sq log */
 	struct ibckpt_spinlock rq_lock;		/* rq log */
@@ -239,6 +268,11 @@ static inline struct ibckpt_srq *to_isrq(struct ibv_srq *s)
 	return ibckpt_container_of(s, struct ibckpt_srq, ibv_srq);
 }
 
+static inline struct ibckpt_xrcd *to_ixrcd(struct ibv_xrcd *x)
+{
+	return ibckpt_container_of(x, struct ibckpt_xrcd, ibv_xrcd);
+}
+
 static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
 {
 	return ibckpt_container_of(q, struct ibckpt_qp, vqp.qp);
@@ -277,6 +311,8 @@ const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
 /* context.c */
 struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					   void *private_data);
+void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real);
+void ibckpt_context_fini(struct ibckpt_context *ctx);
 extern const struct verbs_context_ops ibckpt_ctx_ops;
 
 /* channel.c */
@@ -316,6 +352,12 @@ int ibckpt_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int ibckpt_destroy_srq(struct ibv_srq *srq);
 int ibckpt_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_srq *ibckpt_create_srq_ex(struct ibv_context *context,
+				     struct ibv_srq_init_attr_ex *attr);
+void ibckpt_xsrq_retire(struct ibckpt_context *ctx, struct ibv_wc *wc);
+struct ibv_xrcd *ibckpt_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int ibckpt_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_qp *ibckpt_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr);
 struct ibv_qp *ibckpt_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *ibckpt_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 int ibckpt_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
@@ -323,6 +365,8 @@ int ibckpt_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int ibckpt_destroy_qp(struct ibv_qp *qp);
 int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+			    struct ibv_send_wr **bad);
 int ibckpt_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
@@ -340,20 +384,23 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc);
  * ibckpt_qp_retire() - retire the logged request a completion reports
  * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away, and
  *	the pollers of each queue are serialized)
- * @wc: a completion as the vendor returned it
+ * @wc: a completion as the vendor returned it; an XRC SRQ's gets the
+ *	application's wr_id back
  *
  * Inline in the poll loop: a successful completion of a send queue, or of a
  * receive queue without SRQ, is only counted (wrlog.h settles it later).
  * Completions mostly come in runs for one QP: the table is skipped then.
  */
-static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibv_wc *wc)
+static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibv_wc *wc)
 {
 	struct ibckpt_qp *qp = ctx->last_qp;
 
 	if (__builtin_expect(!qp || qp->vqp.qp.qp_num != wc->qp_num, 0)) {
 		qp = ibckpt_qp_lookup(ctx, wc->qp_num);
-		if (!qp)
+		if (!qp) {	/* an XRC SRQ's, or a destroyed QP's */
+			ibckpt_xsrq_retire(ctx, wc);
 			return;
+		}
 	}
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS, 1)) {
 		if (!(wc->opcode & IBV_WC_RECV)) {

@@ -62,6 +62,24 @@ static struct ibv_cq *real_cq(struct ibv_cq *cq)
 	return cq ? to_icq(cq)->real : NULL;
 }
 
+/* The shadow's public part as libibverbs would fill it, from the vendor's QP. */
+static void qp_shadow_init(struct ibckpt_qp *qp, struct ibckpt_context *ctx, void *qp_context)
+{
+	struct ibv_qp *q = &qp->vqp.qp;
+
+	ibckpt_spin_init(&qp->sq_lock);
+	ibckpt_spin_init(&qp->rq_lock);
+	q->context = &ctx->vctx.context;
+	q->qp_context = qp_context;
+	q->handle = qp->real->handle;
+	q->qp_num = qp->real->qp_num;
+	q->state = qp->real->state;
+	q->qp_type = qp->real->qp_type;
+	q->events_completed = 0;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+}
+
 /* Both create paths end here with an attribute set naming shadows. */
 static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 				struct ibv_qp_init_attr_ex *attr)
@@ -70,12 +88,15 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	struct ibckpt_qp *qp;
 	int err;
 
-	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+	bool tgt = attr->qp_type == IBV_QPT_XRC_RECV;
+
+	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+				 IBV_QP_INIT_ATTR_CREATE_FLAGS |
 				 IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
 				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     ibckpt_qpx_check(attr->send_ops_flags))) {
-		/* XRC, RSS, TSO or atomic-write post-send ops, ...: not stacked yet. */
+		/* RSS, TSO post-send ops, ...: not stacked yet. */
 		ibckpt_dbg("create_qp: comp_mask %#x send_ops_flags %#llx not stacked",
 			   attr->comp_mask, (unsigned long long)attr->send_ops_flags);
 		errno = EOPNOTSUPP;
@@ -87,10 +108,14 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		return NULL;
 	}
 	ra.qp_context = qp;
-	ra.pd = to_ipd(ibpd)->real;
+	ra.pd = ibpd ? to_ipd(ibpd)->real : NULL;
 	ra.send_cq = real_cq(attr->send_cq);
 	ra.recv_cq = real_cq(attr->recv_cq);
 	ra.srq = attr->srq ? to_isrq(attr->srq)->real : NULL;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) {
+		qp->xrcd = attr->xrcd ? to_ixrcd(attr->xrcd) : NULL;
+		ra.xrcd = qp->xrcd ? qp->xrcd->real : NULL;
+	}
 	qp->real = ibv_create_qp_ex(ctx->real, &ra);
 	if (!qp->real) {
 		free(qp);
@@ -99,14 +124,16 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	attr->cap = ra.cap;	/* what the vendor granted */
 	qp->ctx = ctx;
 	qp->srq = attr->srq ? to_isrq(attr->srq) : NULL;
-	err = ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ, ra.cap.max_send_wr, ra.cap.max_send_sge,
-				ra.cap.max_inline_data, attr->sq_sig_all);
-	if (!err && !qp->srq)
+	/* An XRC target QP has no queue of its own; an XRC sender no receive queue. */
+	err = tgt ? 0 : ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ, ra.cap.max_send_wr,
+					  ra.cap.max_send_sge, ra.cap.max_inline_data,
+					  attr->sq_sig_all);
+	if (!err && !qp->srq && !tgt && attr->qp_type != IBV_QPT_XRC_SEND)
 		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
 					ra.cap.max_recv_sge, 0, false);
 	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap);
-	if (!err) {
+	if (!err && !tgt) {	/* a target's completions are its SRQs' (srq.c) */
 		ibckpt_spin_lock(&ctx->qpn_lock);
 		err = ibckpt_vidmap_insert(&ctx->qpns, qp->real->qp_num, qp->real->qp_num, qp,
 					   &qp->qpn_gen);
@@ -121,24 +148,14 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		errno = err;
 		return NULL;
 	}
-	ibckpt_spin_init(&qp->sq_lock);
-	ibckpt_spin_init(&qp->rq_lock);
+	qp_shadow_init(qp, ctx, attr->qp_context);
 
 	struct ibv_qp *q = &qp->vqp.qp;
 
-	q->context = &ctx->vctx.context;
-	q->qp_context = attr->qp_context;
 	q->pd = ibpd;
 	q->send_cq = attr->send_cq;
 	q->recv_cq = attr->recv_cq;
 	q->srq = attr->srq;
-	q->handle = qp->real->handle;
-	q->qp_num = qp->real->qp_num;
-	q->state = qp->real->state;
-	q->qp_type = qp->real->qp_type;
-	q->events_completed = 0;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
 	ibckpt_obj_add(ctx, &qp->obj, IBCKPT_SNAP_QP);
 	return q;
 }
@@ -160,11 +177,50 @@ struct ibv_qp *ibckpt_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *at
 
 struct ibv_qp *ibckpt_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+	struct ibv_pd *pd = attr->comp_mask & IBV_QP_INIT_ATTR_PD ? attr->pd : NULL;
+
+	/* Only an XRC target QP has no PD (its XRC domain stands for it). */
+	if (!pd && attr->qp_type != IBV_QPT_XRC_RECV) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return qp_create(to_ictx(context), attr->pd, attr);
+	return qp_create(to_ictx(context), pd, attr);
+}
+
+/*
+ * Another process's (or our own) XRC target QP, opened in a shared domain:
+ * a shadow with no queues, which only modify, query and destroy reach.
+ */
+struct ibv_qp *ibckpt_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	struct ibckpt_context *ctx = to_ictx(context);
+	struct ibv_qp_open_attr ra = *attr;
+	struct ibckpt_qp *qp;
+
+	if (!(attr->comp_mask & IBV_QP_OPEN_ATTR_XRCD) || !attr->xrcd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->xrcd = to_ixrcd(attr->xrcd);
+	ra.xrcd = qp->xrcd->real;
+	ra.qp_context = qp;
+	ra.comp_mask |= IBV_QP_OPEN_ATTR_CONTEXT;
+	qp->real = ibv_open_qp(ctx->real, &ra);
+	if (!qp->real) {
+		free(qp);
+		return NULL;
+	}
+	qp->ctx = ctx;
+	qp->opened = true;
+	qp_shadow_init(qp, ctx, attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT ? attr->qp_context
+									      : NULL);
+	ibckpt_obj_add(ctx, &qp->obj, IBCKPT_SNAP_QP);
+	return &qp->vqp.qp;
 }
 
 int ibckpt_destroy_qp(struct ibv_qp *ibqp)
@@ -180,7 +236,8 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	}
 	ibckpt_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
-	ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
+	if (qp->qpn_gen)
+		ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
 	if (ctx->last_qp == qp)
 		ctx->last_qp = NULL;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
@@ -296,13 +353,18 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 {
 	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
 	uint32_t logged = 0, posted, binds = 0;
-	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD, swap;
+	enum ibv_qp_type type = qp->vqp.qp.qp_type;
+	bool ud = type == IBV_QPT_UD, swap;
 	int ret, err = 0;
 
+	if (!qp->sq.wr)		/* an XRC target: the vendor's answer */
+		return ibv_post_send(qp->real, wr, bad);
 	for (w = wr; w; w = w->next) {
 		err = ibckpt_wrlog_send_fast(&qp->sq, w);
 		if (err)
 			break;
+		if (type == IBV_QPT_XRC_SEND)
+			ibckpt_wrlog_newest(&qp->sq, 1)->remote_srqn = w->qp_type.xrc.remote_srqn;
 		binds += w->opcode == IBV_WR_BIND_MW;
 		logged++;
 	}
@@ -340,7 +402,8 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->sq_lock);
-	if (__builtin_expect(!wr || wr->next || ibqp->qp_type == IBV_QPT_UD ||
+	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
+	if (__builtin_expect(!wr || wr->next || ibqp->qp_type >= IBV_QPT_UD ||
 			     wr->opcode == IBV_WR_BIND_MW, 0)) {
 		ret = post_send_list(qp, wr, bad);
 	} else {
@@ -363,6 +426,80 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	return ret;
 }
 
+/*
+ * Atomic writes staged by ibv_wr_atomic_write() (qp_ex.c), their 8 bytes in
+ * wr.atomic.swap: ibv_post_send() has no agreed form for them (rxe's ignores
+ * their address), so they go to the vendor's own ibv_wr_* API, logged like
+ * any send. Its ibv_wr_complete() posts all of them or none.
+ */
+static int post_atomic_writes(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+			      struct ibv_send_wr **bad)
+{
+	struct ibv_qp_ex *vx = ibv_qp_to_qp_ex(qp->real);
+	struct ibv_send_wr *w;
+	uint32_t logged = 0;
+	int ret = 0;
+
+	if (!vx || !vx->wr_atomic_write)
+		ret = EOPNOTSUPP;
+	for (w = wr; w && !ret; w = w->next) {
+		ret = ibckpt_wrlog_send(&qp->sq, w);
+		logged += !ret;
+	}
+	if (!ret) {
+		ibv_wr_start(vx);
+		for (w = wr; w; w = w->next) {
+			vx->wr_id = w->wr_id;
+			vx->wr_flags = w->send_flags;
+			ibv_wr_atomic_write(vx, w->wr.rdma.rkey, w->wr.rdma.remote_addr,
+					    &w->wr.atomic.swap);
+		}
+		ret = ibv_wr_complete(vx);
+	}
+	if (ret) {
+		ibckpt_wrlog_unpost(&qp->sq, logged);
+		*bad = wr;
+	}
+	return ret;
+}
+
+/**
+ * ibckpt_post_send_staged() - post an ibv_wr_* batch holding atomic writes
+ * @qp: the shadow QP
+ * @wr: the batch (qp_ex.c's staging)
+ * @bad: set to the first request not posted
+ *
+ * Runs of atomic writes go to the vendor's ibv_wr_* API, the runs between
+ * them through the ibv_post_send() path, in order, under the send queue's
+ * lock: as one post does, an error leaves the runs before it posted.
+ * Return: 0 or the first error.
+ */
+int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+			    struct ibv_send_wr **bad)
+{
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_send_wr *end, *last;
+	int ret = 0;
+
+	ibckpt_gate_enter(&ctx->gate);
+	ibckpt_spin_lock(&qp->sq_lock);
+	while (wr && !ret) {
+		bool aw = wr->opcode == IBV_WR_ATOMIC_WRITE;
+
+		for (last = wr; last->next && (last->next->opcode == IBV_WR_ATOMIC_WRITE) == aw;)
+			last = last->next;
+		end = last->next;
+		last->next = NULL;
+		ret = aw ? post_atomic_writes(qp, wr, bad) : post_send_list(qp, wr, bad);
+		last->next = end;
+		wr = end;
+	}
+	ibckpt_spin_unlock(&qp->sq_lock);
+	ibckpt_gate_exit(&ctx->gate);
+	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	return ret;
+}
+
 static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return ibv_post_recv(real, wr, bad);
@@ -374,7 +511,7 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct ibckpt_context *ctx = qp->ctx;
 	int ret;
 
-	if (qp->srq)		/* the vendor's answer, unlogged */
+	if (!qp->rq.wr)		/* SRQ or XRC: the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->rq_lock);
@@ -428,7 +565,7 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc)
 		ibckpt_spin_lock(&qp->srq->lock);
 		ibckpt_wrlog_complete(&qp->srq->rq, wc->wr_id, ok);
 		ibckpt_spin_unlock(&qp->srq->lock);
-	} else {
+	} else if (qp->rq.wr) {
 		ibckpt_wrlog_done(&qp->rq);
 	}
 }

@@ -22,13 +22,18 @@
 #include <string.h>
 #include "ibckpt.h"
 
-/* What maps onto struct ibv_send_wr. Not TSO, not atomic write. */
+/*
+ * What maps onto struct ibv_send_wr, and atomic write (staged with its 8
+ * bytes in wr.atomic.swap, posted through the vendor's ibv_wr_* API: see
+ * ibckpt_post_send_staged()). Not TSO.
+ */
 #define IBCKPT_SEND_OPS							\
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |		\
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |	\
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |	\
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |		\
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static inline struct ibckpt_qp *to_iqp_ex(struct ibv_qp_ex *x)
 {
@@ -131,6 +136,18 @@ static void qpx_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t re
 	w->wr.atomic.compare_add = add;
 }
 
+static void qpx_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr,
+			     const void *atomic_wr)
+{
+	struct ibv_send_wr *w = new_wr(x, IBV_WR_ATOMIC_WRITE);
+
+	w->wr.rdma.rkey = rkey;
+	w->wr.rdma.remote_addr = remote_addr;
+	memcpy(&w->wr.atomic.swap, atomic_wr, sizeof(w->wr.atomic.swap));
+	if (w != &to_iqp_ex(x)->qpx->scratch)
+		to_iqp_ex(x)->qpx->atomic_writes++;
+}
+
 static void qpx_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 			const struct ibv_mw_bind_info *bind_info)
 {
@@ -151,11 +168,9 @@ static void qpx_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t rem
 	w->wr.ud.remote_qkey = remote_qkey;
 }
 
-/* XRC QPs are not stacked, so no shadow QP can take this. */
 static void qpx_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
 {
-	(void)remote_srqn;
-	to_iqp_ex(x)->qpx->err = EOPNOTSUPP;
+	cur_wr(to_iqp_ex(x)->qpx)->qp_type.xrc.remote_srqn = remote_srqn;
 }
 
 static void qpx_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
@@ -228,6 +243,7 @@ static void qpx_start(struct ibv_qp_ex *x)
 
 	s->n = 0;
 	s->err = 0;
+	s->atomic_writes = 0;
 }
 
 static int qpx_complete(struct ibv_qp_ex *x)
@@ -239,10 +255,12 @@ static int qpx_complete(struct ibv_qp_ex *x)
 
 	if (!ret && s->n) {
 		s->wr[s->n - 1].next = NULL;
-		ret = ibckpt_post_send(&qp->vqp.qp, s->wr, &bad);
+		ret = s->atomic_writes ? ibckpt_post_send_staged(qp, s->wr, &bad)
+				       : ibckpt_post_send(&qp->vqp.qp, s->wr, &bad);
 	}
 	s->n = 0;
 	s->err = 0;
+	s->atomic_writes = 0;
 	return ret;
 }
 
@@ -255,7 +273,7 @@ static void qpx_abort(struct ibv_qp_ex *x)
  * ibckpt_qpx_check() - can the shadow serve these send_ops_flags?
  * @flags: IBV_QP_EX_WITH_* the application asks for
  *
- * Return: 0, or EOPNOTSUPP for TSO, atomic write and anything newer.
+ * Return: 0, or EOPNOTSUPP for TSO and anything newer.
  */
 int ibckpt_qpx_check(uint64_t flags)
 {
@@ -312,6 +330,7 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 	OP(IBV_QP_EX_WITH_LOCAL_INV, wr_local_inv, qpx_local_inv);
 	OP(IBV_QP_EX_WITH_BIND_MW, wr_bind_mw, qpx_bind_mw);
 	OP(IBV_QP_EX_WITH_SEND_WITH_INV, wr_send_inv, qpx_send_inv);
+	OP(IBV_QP_EX_WITH_ATOMIC_WRITE, wr_atomic_write, qpx_atomic_write);
 #undef OP
 	qp->vqp.comp_mask |= VERBS_QP_EX;
 	return 0;

@@ -36,6 +36,7 @@ static uint64_t pinned_bytes(void)
 }
 
 _Static_assert(IBV_WR_BIND_MW == IBCKPT_SNAP_WR_BIND_MW, "uapi names verbs' bind opcode");
+_Static_assert(IBV_SRQT_XRC == IBCKPT_SNAP_SRQT_XRC, "uapi names verbs' XRC SRQ type");
 
 static uint32_t id_of_pd(struct ibv_pd *pd)
 {
@@ -159,6 +160,7 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 		r->num_sge = e->num_sge;
 		r->inline_len = e->inline_len;
 		r->imm_data = e->imm_data;
+		r->xrc_remote_srqn = e->remote_srqn;	/* 0 but on XRC send queues */
 		if (wq != IBCKPT_SNAP_WQ_SEND) {
 			/* receives: wr_id and SGEs only */
 		} else if (ud) {
@@ -182,6 +184,9 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 		} else {
 			r->remote_addr = e->wr.rdma.remote_addr;
 			r->rkey = e->wr.rdma.rkey;
+			/* ibv_wr_atomic_write()'s 8 bytes, where qp_ex.c staged them */
+			if (e->opcode == IBV_WR_ATOMIC_WRITE)
+				r->swap = e->wr.atomic.swap;
 		}
 		s = (struct ibckpt_snap_sge *)(r + 1);
 		for (k = 0; k < e->num_sge; k++) {
@@ -194,11 +199,16 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 	}
 }
 
-/* The real QPN behind the QP's virtual one, through the context's table. */
+/*
+ * The real QPN behind the QP's virtual one, through the context's table
+ * (XRC targets are not in it: their own).
+ */
 static uint32_t qpn_real(struct ibckpt_qp *qp)
 {
 	uint32_t real;
 
+	if (!qp->qpn_gen)
+		return qp->real->qp_num;
 	ibckpt_spin_lock(&qp->ctx->qpn_lock);
 	real = ibckpt_vidmap_real(&qp->ctx->qpns, qp->vqp.qp.qp_num, qp->qpn_gen);
 	ibckpt_spin_unlock(&qp->ctx->qpn_lock);
@@ -222,6 +232,8 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 	r->send_cq = id_of_cq(q->send_cq);
 	r->recv_cq = id_of_cq(q->recv_cq);
 	r->srq = qp->srq ? qp->srq->obj.id : 0;
+	r->xrcd = qp->xrcd ? qp->xrcd->obj.id : 0;
+	r->opened = qp->opened;
 	r->qp_type = q->qp_type;
 	r->vqpn = q->qp_num;
 	r->qpn = qpn_real(qp);
@@ -257,13 +269,13 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 	} else {
 		r->state = q->state;
 	}
-	r->n_send_wr = (uint32_t)ibckpt_wrlog_live(&qp->sq);
-	r->n_recv_wr = qp->srq ? 0 : (uint32_t)ibckpt_wrlog_live(&qp->rq);
+	/* Queues without a log (SRQ, XRC) hold nothing of ours. */
+	r->n_send_wr = qp->sq.wr ? (uint32_t)ibckpt_wrlog_live(&qp->sq) : 0;
+	r->n_recv_wr = qp->rq.wr ? (uint32_t)ibckpt_wrlog_live(&qp->rq) : 0;
 	r->n_modify = qp->hist.calls;
 	/* r is invalid once more records are added */
 	add_wrs(w, ls, &qp->sq, qp->obj.id, IBCKPT_SNAP_WQ_SEND, ud);
-	if (!qp->srq)
-		add_wrs(w, ls, &qp->rq, qp->obj.id, IBCKPT_SNAP_WQ_RECV, false);
+	add_wrs(w, ls, &qp->rq, qp->obj.id, IBCKPT_SNAP_WQ_RECV, false);
 }
 
 static void add_cq(struct snap_writer *w, struct ibckpt_cq *cq)
@@ -385,7 +397,22 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 			r->max_sge = a.max_sge;
 		}
 		r->n_recv_wr = (uint32_t)ibckpt_wrlog_live(&srq->rq);
+		r->srq_type = srq->type;
+		r->xrcd = srq->xrcd ? srq->xrcd->obj.id : 0;
+		r->cq = srq->cq ? srq->cq->obj.id : 0;
+		r->srq_num = srq->srq_num;
 		add_wrs(w, ls, &srq->rq, o->id, IBCKPT_SNAP_WQ_SRQ, false);
+		break;
+	}
+	case IBCKPT_SNAP_XRCD: {
+		struct ibckpt_xrcd *xrcd = ibckpt_container_of(o, struct ibckpt_xrcd, obj);
+		struct ibckpt_snap_xrcd *r = snapw_add(w, IBCKPT_SNAP_XRCD, sizeof(*r));
+
+		if (r) {
+			r->handle = o->id;
+			r->device = ctx->id;
+			r->oflags = (uint32_t)xrcd->oflags;
+		}
 		break;
 	}
 	case IBCKPT_SNAP_CQ:

@@ -1,54 +1,143 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Shared receive queues (basic type). The vendor's SRQ carries our shadow as
- * srq_context so that its async events lead back to it. XRC SRQs are not
- * stacked yet: create_srq_ex and open_xrcd keep libibverbs' EOPNOTSUPP.
+ * Shared receive queues, basic and XRC. The vendor's SRQ carries our shadow
+ * as srq_context so that its async events lead back to it.
+ *
+ * An XRC SRQ receives through XRC target QPs, which may live in another
+ * process sharing the XRC domain; a completion names the target QP, not the
+ * SRQ, and several SRQs may share a CQ and reuse wr_ids (ibv_xsrq_pingpong
+ * does both). So each receive reaches the vendor with a tag for wr_id, the
+ * SRQ's handle and the request's position in its log, and the poll path
+ * (ibckpt_xsrq_retire()) retires exactly that slot and hands the
+ * application its wr_id back. Tag-matching SRQs are not stacked (EOPNOTSUPP).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ibckpt.h"
 
-struct ibv_srq *ibckpt_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
+#define SRQ_COMP_MASK (IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | \
+		       IBV_SRQ_INIT_ATTR_CQ)
+
+static inline uint64_t xsrq_tag(const struct ibckpt_srq *srq, uint32_t pos)
 {
-	struct ibckpt_srq *srq = calloc(1, sizeof(*srq));
-	struct ibv_srq_init_attr ra = *attr;
+	return (uint64_t)srq->obj.id << 32 | pos;
+}
+
+static struct ibv_srq *srq_create(struct ibckpt_context *ctx, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr_ex ra = *attr;
+	enum ibv_srq_type type = attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE ? attr->srq_type
+									 : IBV_SRQT_BASIC;
+	struct ibckpt_srq *srq;
 	int err;
 
+	if ((attr->comp_mask & ~SRQ_COMP_MASK) || (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)) {
+		ibckpt_dbg("create_srq_ex: comp_mask %#x type %d not stacked", attr->comp_mask,
+			   type);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	ra.srq_context = srq;
-	srq->real = ibv_create_srq(to_ipd(ibpd)->real, &ra);
+	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD)
+		ra.pd = attr->pd ? to_ipd(attr->pd)->real : NULL;
+	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD)
+		ra.xrcd = attr->xrcd ? to_ixrcd(attr->xrcd)->real : NULL;
+	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ)
+		ra.cq = attr->cq ? to_icq(attr->cq)->real : NULL;
+	srq->real = ibv_create_srq_ex(ctx->real, &ra);
 	if (!srq->real) {
 		free(srq);
 		return NULL;
 	}
 	attr->attr = ra.attr;	/* what the vendor granted */
+	srq->ctx = ctx;
+	srq->type = type;
+	if (type == IBV_SRQT_XRC) {
+		srq->xrcd = to_ixrcd(attr->xrcd);
+		srq->cq = to_icq(attr->cq);
+	}
 	err = ibckpt_wrlog_init(&srq->rq, IBCKPT_WRLOG_SRQ, ra.attr.max_wr, ra.attr.max_sge, 0,
 				false);
-	if (err) {
-		ibv_destroy_srq(srq->real);
-		free(srq);
-		errno = err;
-		return NULL;
-	}
+	if (!err && type == IBV_SRQT_XRC)
+		err = ibv_get_srq_num(srq->real, &srq->srq_num);
+	if (err)
+		goto err_destroy;
 	ibckpt_spin_init(&srq->lock);
-	srq->ibv_srq.handle = srq->real->handle;
-	ibckpt_obj_add(to_ictx(ibpd->context), &srq->obj, IBCKPT_SNAP_SRQ);
-	return &srq->ibv_srq;	/* libibverbs fills context, pd, srq_context */
+	ibckpt_obj_add(ctx, &srq->obj, IBCKPT_SNAP_SRQ);
+	if (type == IBV_SRQT_XRC) {
+		ibckpt_spin_lock(&ctx->qpn_lock);
+		err = ibckpt_vidmap_insert(&ctx->xsrqs, srq->obj.id, srq->obj.id, srq,
+					   &srq->xsrq_gen);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
+		if (err) {
+			ibckpt_obj_del(ctx, &srq->obj);
+			goto err_destroy;
+		}
+	}
+
+	struct ibv_srq *s = &srq->ibv_srq;
+
+	/* What libibverbs fills for ibv_create_srq(), and nobody for _ex. */
+	s->context = &ctx->vctx.context;
+	s->srq_context = attr->srq_context;
+	s->pd = attr->comp_mask & IBV_SRQ_INIT_ATTR_PD ? attr->pd : NULL;
+	s->handle = srq->real->handle;
+	s->events_completed = 0;
+	pthread_mutex_init(&s->mutex, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	return s;
+
+err_destroy:
+	ibv_destroy_srq(srq->real);
+	ibckpt_wrlog_destroy(&srq->rq);
+	free(srq);
+	errno = err;
+	return NULL;
+}
+
+struct ibv_srq *ibckpt_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	struct ibv_srq *srq;
+
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+	ax.pd = ibpd;
+	srq = srq_create(to_ictx(ibpd->context), &ax);
+	if (srq)
+		attr->attr = ax.attr;
+	return srq;
+}
+
+struct ibv_srq *ibckpt_create_srq_ex(struct ibv_context *context,
+				     struct ibv_srq_init_attr_ex *attr)
+{
+	return srq_create(to_ictx(context), attr);
 }
 
 int ibckpt_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct ibckpt_srq *srq = to_isrq(ibsrq);
-	struct ibckpt_context *ctx = to_ictx(ibsrq->context);
+	struct ibckpt_context *ctx = srq->ctx;
 	int ret;
 
 	ibckpt_gate_enter(&ctx->gate);
 	ret = ibv_destroy_srq(srq->real);
-	if (!ret)
+	if (!ret) {
+		if (srq->type == IBV_SRQT_XRC) {	/* no poller retires into it any more */
+			ibckpt_spin_lock(&ctx->qpn_lock);
+			ibckpt_vidmap_remove(&ctx->xsrqs, srq->obj.id, srq->xsrq_gen);
+			ibckpt_spin_unlock(&ctx->qpn_lock);
+		}
 		ibckpt_obj_del(ctx, &srq->obj);
+	}
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
 		return ret;
@@ -85,17 +174,72 @@ static int vendor_post_srq_recv(void *real, struct ibv_recv_wr *wr, struct ibv_r
 	return ibv_post_srq_recv(real, wr, bad);
 }
 
+/*
+ * XRC: the list just logged (the newest slots) goes to the vendor with tags
+ * for wr_ids; the application's come back from the log afterwards.
+ */
+static int vendor_post_xsrq_recv(void *arg, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibckpt_srq *srq = arg;
+	struct ibv_recv_wr *w;
+	uint32_t k = 0, i;
+	int ret;
+
+	for (w = wr; w; w = w->next)
+		k++;
+	for (w = wr, i = k; w; w = w->next, i--) {
+		uint32_t pos = srq->rq.tail - i;
+
+		ibckpt_wrlog_newest(&srq->rq, i)->pos = pos;
+		w->wr_id = xsrq_tag(srq, pos);
+	}
+	ret = ibv_post_srq_recv(srq->real, wr, bad);
+	for (w = wr, i = k; w; w = w->next, i--)
+		w->wr_id = ibckpt_wrlog_newest(&srq->rq, i)->wr_id;
+	return ret;
+}
+
 int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct ibckpt_srq *srq = to_isrq(ibsrq);
-	struct ibckpt_context *ctx = to_ictx(ibsrq->context);
+	struct ibckpt_context *ctx = srq->ctx;
 	int ret;
 
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&srq->lock);
-	ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
+	if (srq->type == IBV_SRQT_XRC)
+		ret = ibckpt_wrlog_post_recv_list(&srq->rq, srq, vendor_post_xsrq_recv, wr, bad);
+	else
+		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
 	ibckpt_spin_unlock(&srq->lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_srq_recv, 1, memory_order_relaxed);
 	return ret;
+}
+
+/**
+ * ibckpt_xsrq_retire() - retire the XRC SRQ receive a completion reports
+ * @ctx: context of the CQ; its qpn_lock is held
+ * @wc: a completion whose QP is none of the context's own queues
+ *
+ * If its wr_id is the tag of a live request of one of the context's XRC
+ * SRQs, that request is retired and @wc gets the application's wr_id back.
+ * Anything else (a completion for a QP destroyed since) is left alone.
+ */
+void ibckpt_xsrq_retire(struct ibckpt_context *ctx, struct ibv_wc *wc)
+{
+	const struct ibckpt_vid *v;
+	struct ibckpt_srq *srq;
+	uint64_t wr_id;
+
+	if (!ctx->xsrqs.live)
+		return;
+	v = ibckpt_vidmap_find(&ctx->xsrqs, (uint32_t)(wc->wr_id >> 32), 0);
+	if (!v)
+		return;
+	srq = v->obj;
+	ibckpt_spin_lock(&srq->lock);
+	if (ibckpt_wrlog_complete_at(&srq->rq, (uint32_t)wc->wr_id, &wr_id))
+		wc->wr_id = wr_id;
+	ibckpt_spin_unlock(&srq->lock);
 }

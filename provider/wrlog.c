@@ -226,6 +226,19 @@ static void srq_retire(struct ibckpt_wrlog *log, uint32_t i)
 	}
 }
 
+bool ibckpt_wrlog_complete_at(struct ibckpt_wrlog *log, uint32_t pos, uint64_t *wr_id)
+{
+	struct ibckpt_wr *e = slot(log, pos);
+
+	if (pos - log->head >= ibckpt_wrlog_count(log) || e->retired || e->pos != pos) {
+		log->unmatched++;
+		return false;
+	}
+	*wr_id = e->wr_id;
+	srq_retire(log, pos);
+	return true;
+}
+
 bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool success)
 {
 	uint64_t unmatched = log->unmatched;

@@ -65,7 +65,11 @@ struct ibckpt_wr {
 	uint16_t num_sge;
 	uint8_t opcode;			/* enum ibv_wr_opcode */
 	uint8_t retired;		/* SRQ: a hole, completed out of order */
-	uint32_t sig_seq;		/* send queue: signaled requests up to this one */
+	union {
+		uint32_t sig_seq;	/* send queue: signaled requests up to this one */
+		uint32_t pos;		/* XRC SRQ: its free-running position (the tag) */
+	};
+	uint32_t remote_srqn;		/* XRC send queue: qp_type.xrc.remote_srqn */
 };
 
 struct ibckpt_wrlog {
@@ -208,6 +212,13 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n);
  * wr_ids decide. False: no match.
  */
 bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool success);
+
+/*
+ * Retires the slot at free-running position 'pos' at once and gives its
+ * wr_id: an XRC SRQ's completion, whose wr_id was a tag naming the slot
+ * (srq.c). False if no live slot carries that tag.
+ */
+bool ibckpt_wrlog_complete_at(struct ibckpt_wrlog *log, uint32_t pos, uint64_t *wr_id);
 
 /* The vendor's post of a receive list to its queue 'real' (QP or SRQ). */
 typedef int (*ibckpt_vendor_post_recv)(void *real, struct ibv_recv_wr *wr,

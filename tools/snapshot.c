@@ -22,13 +22,14 @@ static const size_t min_len[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_WC] = sizeof(struct ibckpt_snap_wc),
 	[IBCKPT_SNAP_AH] = sizeof(struct ibckpt_snap_ah),
 	[IBCKPT_SNAP_MW] = sizeof(struct ibckpt_snap_mw),
+	[IBCKPT_SNAP_XRCD] = sizeof(struct ibckpt_snap_xrcd),
 };
 
 static const char *const type_name[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_DEVICE] = "device", [IBCKPT_SNAP_PD] = "pd", [IBCKPT_SNAP_MR] = "mr",
 	[IBCKPT_SNAP_CQ] = "cq", [IBCKPT_SNAP_QP] = "qp", [IBCKPT_SNAP_SRQ] = "srq",
 	[IBCKPT_SNAP_WR] = "wr", [IBCKPT_SNAP_WC] = "wc", [IBCKPT_SNAP_AH] = "ah",
-	[IBCKPT_SNAP_MW] = "mw",
+	[IBCKPT_SNAP_MW] = "mw", [IBCKPT_SNAP_XRCD] = "xrcd",
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -196,13 +197,25 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 			q->timeout, q->retry_cnt, q->rnr_retry, q->max_rd_atomic,
 			q->max_dest_rd_atomic, q->access, g, q->n_send_wr, q->n_recv_wr,
 			q->n_modify);
+		if (q->xrcd)
+			fprintf(f, "    (XRC target in xrcd %u%s)\n", q->xrcd,
+				q->opened ? ", opened" : "");
 		break;
 	}
 	case IBCKPT_SNAP_SRQ: {
 		const struct ibckpt_snap_srq *s = pl;
 
-		fprintf(f, "  srq %u: pd %u max_wr %u limit %u recv_wr %u\n", s->handle, s->pd,
+		fprintf(f, "  srq %u: pd %u max_wr %u limit %u recv_wr %u", s->handle, s->pd,
 			s->max_wr, s->srq_limit, s->n_recv_wr);
+		if (s->srq_type == IBCKPT_SNAP_SRQT_XRC)
+			fprintf(f, " xrc srqn %#x xrcd %u cq %u", s->srq_num, s->xrcd, s->cq);
+		fputc('\n', f);
+		break;
+	}
+	case IBCKPT_SNAP_XRCD: {
+		const struct ibckpt_snap_xrcd *x = pl;
+
+		fprintf(f, "  xrcd %u: device %u oflags %#x\n", x->handle, x->device, x->oflags);
 		break;
 	}
 	case IBCKPT_SNAP_WR: {
@@ -214,6 +227,8 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_BIND_MW)
 			fprintf(f, " bind mw %u rkey %#x to mr %u", w->ud_ah, w->rkey,
 				(uint32_t)w->swap);
+		if (w->xrc_remote_srqn)
+			fprintf(f, " to srqn %#x", w->xrc_remote_srqn);
 		fputc('\n', f);
 		break;
 	}
@@ -325,22 +340,31 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 			"\"dgid\":\"%s\",\"max_send_wr\":%u,\"max_recv_wr\":%u,\"max_send_sge\":%u,"
 			"\"max_recv_sge\":%u,\"max_inline_data\":%u,\"sq_sig_all\":%u,"
 			"\"send_wr\":%u,\"recv_wr\":%u,\"modify\":%u,\"send_ops_flags\":%" PRIu64
-			"}",
+			",\"xrcd\":%u,\"opened\":%u}",
 			q->handle, q->pd, q->send_cq, q->recv_cq, q->srq, q->qp_type, q->vqpn,
 			q->qpn, q->state, q->dest_qpn, q->sq_psn, q->rq_psn, q->qkey, q->access,
 			q->path_mtu, q->timeout, q->retry_cnt, q->rnr_retry, q->min_rnr_timer,
 			q->max_rd_atomic, q->max_dest_rd_atomic, q->port_num, q->sl, q->is_global,
 			q->sgid_index, q->hop_limit, q->dlid, g, q->max_send_wr, q->max_recv_wr,
 			q->max_send_sge, q->max_recv_sge, q->max_inline_data, q->sq_sig_all,
-			q->n_send_wr, q->n_recv_wr, q->n_modify, (uint64_t)q->send_ops_flags);
+			q->n_send_wr, q->n_recv_wr, q->n_modify, (uint64_t)q->send_ops_flags,
+			q->xrcd, q->opened);
 		break;
 	}
 	case IBCKPT_SNAP_SRQ: {
 		const struct ibckpt_snap_srq *q = pl;
 
 		fprintf(f, "{\"handle\":%u,\"pd\":%u,\"max_wr\":%u,\"max_sge\":%u,\"limit\":%u,"
-			"\"recv_wr\":%u}", q->handle, q->pd, q->max_wr, q->max_sge, q->srq_limit,
-			q->n_recv_wr);
+			"\"recv_wr\":%u,\"type\":%u,\"xrcd\":%u,\"cq\":%u,\"srq_num\":%u}",
+			q->handle, q->pd, q->max_wr, q->max_sge, q->srq_limit, q->n_recv_wr,
+			q->srq_type, q->xrcd, q->cq, q->srq_num);
+		break;
+	}
+	case IBCKPT_SNAP_XRCD: {
+		const struct ibckpt_snap_xrcd *x = pl;
+
+		fprintf(f, "{\"handle\":%u,\"device\":%u,\"oflags\":%u}", x->handle, x->device,
+			x->oflags);
 		break;
 	}
 	case IBCKPT_SNAP_WR: {
@@ -350,9 +374,9 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 
 		fprintf(f, "{\"wr_id\":%" PRIu64 ",\"owner\":%u,\"queue\":%u,\"opcode\":%u,"
 			"\"send_flags\":%u,\"remote_addr\":%" PRIu64 ",\"rkey\":%u,\"imm\":%u,"
-			"\"inline_len\":%u,\"sge\":[", (uint64_t)w->wr_id, w->owner, w->wq,
-			w->opcode, w->send_flags, (uint64_t)w->remote_addr, w->rkey, w->imm_data,
-			w->inline_len);
+			"\"inline_len\":%u,\"xrc_remote_srqn\":%u,\"sge\":[", (uint64_t)w->wr_id,
+			w->owner, w->wq, w->opcode, w->send_flags, (uint64_t)w->remote_addr, w->rkey,
+			w->imm_data, w->inline_len, w->xrc_remote_srqn);
 		for (i = 0; i < w->num_sge; i++)
 			fprintf(f, "%s{\"addr\":%" PRIu64 ",\"length\":%u,\"lkey\":%u}",
 				i ? "," : "", (uint64_t)sg[i].addr, sg[i].length, sg[i].lkey);

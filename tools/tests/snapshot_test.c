@@ -238,13 +238,67 @@ static void extended_cq_and_qp_are_printed(void)
 	snap_print_json(f, w.buf);
 	fclose(f);
 	CHECK(strstr(out, "\"armed\":false,\"ex\":true,\"wc_flags\":127}") != NULL);
-	CHECK(strstr(out, "\"modify\":0,\"send_ops_flags\":124}") != NULL);
+	CHECK(strstr(out, "\"modify\":0,\"send_ops_flags\":124,\"xrcd\":0,\"opened\":0}") != NULL);
 	free(out);
 	out = NULL;
 	f = open_memstream(&out, &n);
 	snap_print_text(f, w.buf);
 	fclose(f);
 	CHECK(strstr(out, "cq 4: device 0 cqe 0 drained 0 ex wc_flags 0x7f\n") != NULL);
+	free(out);
+	snapw_free(&w);
+}
+
+/* XRC: the domain, the SRQ's identity, a target QP's domain, a request's SRQN. */
+static void xrc_records_are_printed(void)
+{
+	struct snap_writer w;
+	struct ibckpt_snap_xrcd *x;
+	struct ibckpt_snap_srq *s;
+	struct ibckpt_snap_qp *q;
+	struct ibckpt_snap_wr *r;
+	char *out = NULL, err[256] = "";
+	size_t n = 0;
+	FILE *f;
+
+	snapw_init(&w, 5, 1);
+	x = snapw_add(&w, IBCKPT_SNAP_XRCD, sizeof(*x));
+	x->handle = 2;
+	x->device = 1;
+	x->oflags = 0100;
+	s = snapw_add(&w, IBCKPT_SNAP_SRQ, sizeof(*s));
+	s->handle = 3;
+	s->srq_type = IBCKPT_SNAP_SRQT_XRC;
+	s->xrcd = 2;
+	s->cq = 4;
+	s->srq_num = 0x51;
+	q = snapw_add(&w, IBCKPT_SNAP_QP, sizeof(*q));
+	q->handle = 5;
+	q->xrcd = 2;
+	q->opened = 1;
+	r = snapw_add(&w, IBCKPT_SNAP_WR, sizeof(*r));
+	r->wr_id = 1;
+	r->owner = 6;
+	r->wq = IBCKPT_SNAP_WQ_SEND;
+	r->xrc_remote_srqn = 0x51;
+	CHECK_EQ(snapw_finish(&w), 0);
+	CHECK_EQ(validate(&w, err), 0);
+	f = open_memstream(&out, &n);
+	snap_print_json(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "\"xrcds\":[{\"handle\":2,\"device\":1,\"oflags\":64}]") != NULL);
+	CHECK(strstr(out, "\"type\":1,\"xrcd\":2,\"cq\":4,\"srq_num\":81}") != NULL);
+	CHECK(strstr(out, "\"xrcd\":2,\"opened\":1}") != NULL);
+	CHECK(strstr(out, "\"xrc_remote_srqn\":81,") != NULL);
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &n);
+	snap_print_text(f, w.buf);
+	fclose(f);
+	CHECK(strstr(out, "  xrcd 2: device 1 oflags 0x40\n") != NULL);
+	CHECK(strstr(out, " xrc srqn 0x51 xrcd 2 cq 4\n") != NULL);
+	CHECK(strstr(out, "(XRC target in xrcd 2, opened)") != NULL);
+	CHECK(strstr(out, " to srqn 0x51\n") != NULL);
 	free(out);
 	snapw_free(&w);
 }
@@ -260,5 +314,6 @@ int main(void)
 	RUN(writer_refuses_oversize);
 	RUN(memory_windows_and_binds_are_printed);
 	RUN(extended_cq_and_qp_are_printed);
+	RUN(xrc_records_are_printed);
 	return unit_done();
 }

@@ -82,6 +82,7 @@ enum ibckpt_snap_type {
 	IBCKPT_SNAP_WC,		/* struct ibckpt_snap_wc: a drained completion */
 	IBCKPT_SNAP_AH,		/* struct ibckpt_snap_ah */
 	IBCKPT_SNAP_MW,		/* struct ibckpt_snap_mw */
+	IBCKPT_SNAP_XRCD,	/* struct ibckpt_snap_xrcd */
 	__IBCKPT_SNAP_TYPE_MAX
 };
 
@@ -207,13 +208,21 @@ struct ibckpt_snap_qp {
 	__u32 n_send_wr;	/* outstanding send WRs (as WR records) */
 	__u32 n_recv_wr;	/* outstanding receive WRs (as WR records) */
 	__u32 n_modify;		/* modify_qp calls logged */
-	__u32 pad;
+	__u32 xrcd;		/* XRC target QPs: handle of the XRC domain, else 0 */
 	__u64 send_ops_flags;	/* IBV_QP_EX_WITH_*: the ibv_wr_* API, 0 if not asked for */
+	__u32 opened;		/* 1: an XRC target opened with ibv_open_qp(), not created */
+	__u32 pad2;
 };
 
 /**
  * struct ibckpt_snap_srq - shared receive queue
+ * @srq_type: enum ibv_srq_type: 0 basic, IBCKPT_SNAP_SRQT_XRC
+ * @xrcd: XRC: handle of its XRC domain
+ * @cq: XRC: handle of its CQ
+ * @srq_num: XRC: the number senders name it by (wr remote_srqn)
  */
+#define IBCKPT_SNAP_SRQT_XRC	1	/* IBV_SRQT_XRC */
+
 struct ibckpt_snap_srq {
 	__u32 handle;
 	__u32 pd;
@@ -221,6 +230,25 @@ struct ibckpt_snap_srq {
 	__u32 max_sge;
 	__u32 srq_limit;
 	__u32 n_recv_wr;	/* outstanding receives (as WR records) */
+	__u32 srq_type;
+	__u32 xrcd;
+	__u32 cq;
+	__u32 srq_num;
+};
+
+/**
+ * struct ibckpt_snap_xrcd - XRC domain
+ * @handle: the domain's handle
+ * @device: handle of its context
+ * @oflags: the open(2) flags it was opened with (the file is the
+ *	application's; a restart must open the same one)
+ * @pad: 0
+ */
+struct ibckpt_snap_xrcd {
+	__u32 handle;
+	__u32 device;
+	__u32 oflags;
+	__u32 pad;
 };
 
 /* WR record: which queue the work request sits on. */
@@ -240,6 +268,9 @@ enum ibckpt_snap_wq {
  * the window's handle, @rkey its new rkey, @remote_addr and @compare_add
  * the bound address and length, @swap the MR's handle (0: unbind),
  * @imm_data the window's IBV_ACCESS_* flags.
+ *
+ * An atomic write (@opcode 15, IBV_WR_ATOMIC_WRITE) built with
+ * ibv_wr_atomic_write() carries the 8 bytes it writes in @swap.
  *
  * An AH, window or MR handle of 0 in a WR record means that object was
  * destroyed while the request was still logged (an unsignaled request
@@ -263,7 +294,7 @@ struct ibckpt_snap_wr {
 	__u32 ud_ah;		/* UD: AH handle */
 	__u32 ud_remote_qpn;
 	__u32 ud_remote_qkey;
-	__u32 pad;
+	__u32 xrc_remote_srqn;	/* XRC send queue: the target SRQ */
 };
 
 struct ibckpt_snap_sge {

@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The whole provider stacked on a fake vendor, under ASan + UBSan: the verbs
+ * rxe on Debian's 6.1 kernel lacks, so that the VM can only show ibckpt
+ * giving rxe's own error: XRC, and atomic write through ibv_wr_*.
+ *
+ * The provider's sources are linked in whole; the vendor is a verbs_context
+ * whose ops are the fakes below, and the libibverbs calls that would need a
+ * real device are defined here (the executable's definitions win).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../ibckpt.h"
+#define UNIT_SUITE "provider/stack"
+#include "../../tests/unit/unit.h"
+
+/* ---- the fake vendor ---- */
+
+static struct verbs_context vendor;
+static struct ibv_pd vendor_pd = { .context = &vendor.context, .handle = 1 };
+
+static struct {
+	struct ibv_xrcd_init_attr xrcd_attr;
+	struct ibv_srq_init_attr_ex srq_attr;
+	struct ibv_qp_init_attr_ex qp_attr;
+	struct ibv_qp_open_attr open_attr;
+	uint64_t srq_wr_id[64];		/* wr_ids the vendor's SRQs were given */
+	unsigned int srq_posts;
+	struct ibv_send_wr send;	/* last request the vendor's QP was given */
+	struct ibv_sge send_sge;
+	struct ibv_wc cqe[16];		/* what the vendor's CQ returns next */
+	int ncqe;
+	int destroyed;
+	int fail;			/* errno for the next create, 0: succeed */
+	char order[16];			/* 's': a post_send, 'a': a wr_* atomic write */
+	int norder;
+	uint64_t aw_val[4], aw_wr_id[4];
+	uint32_t aw_rkey[4];
+	int naw, aw_batch;		/* atomic writes completed / in the open batch */
+	int wr_fail;			/* errno for the next wr_complete */
+} v;
+
+static void *fake_alloc(size_t size)
+{
+	void *p = calloc(1, size);
+
+	CHECK(p != NULL);
+	return p;
+}
+
+static struct ibv_xrcd *fake_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
+{
+	struct ibv_xrcd *x;
+
+	if (v.fail) {
+		errno = v.fail;
+		return NULL;
+	}
+	v.xrcd_attr = *a;
+	x = fake_alloc(sizeof(*x));
+	x->context = c;
+	return x;
+}
+
+static int fake_close_xrcd(struct ibv_xrcd *x)
+{
+	CHECK(x->context == &vendor.context);
+	free(x);
+	v.destroyed++;
+	return 0;
+}
+
+static struct ibv_srq *fake_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *a)
+{
+	struct ibv_srq *s;
+
+	if (v.fail) {
+		errno = v.fail;
+		return NULL;
+	}
+	v.srq_attr = *a;
+	a->attr.max_wr = 8;
+	a->attr.max_sge = 1;
+	s = fake_alloc(sizeof(*s));
+	s->context = c;
+	s->srq_context = a->srq_context;
+	s->handle = 40;
+	return s;
+}
+
+static int fake_get_srq_num(struct ibv_srq *s, uint32_t *num)
+{
+	*num = 0x5000 + (uint32_t)(uintptr_t)s % 64;
+	return 0;
+}
+
+static int fake_post_srq_recv(struct ibv_srq *s, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)s;
+	*bad = NULL;
+	for (; wr; wr = wr->next)
+		v.srq_wr_id[v.srq_posts++ % 64] = wr->wr_id;
+	return 0;
+}
+
+/* The vendor's own ibv_wr_* API: only atomic writes are asked of it. */
+static void fake_wr_start(struct ibv_qp_ex *x)
+{
+	(void)x;
+	v.aw_batch = 0;
+}
+
+static void fake_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
+				 const void *data)
+{
+	int i = v.naw + v.aw_batch++;
+
+	CHECK(i < 4);
+	if (i >= 4)
+		return;
+	(void)addr;
+	v.aw_wr_id[i] = x->wr_id;
+	v.aw_rkey[i] = rkey;
+	memcpy(&v.aw_val[i], data, 8);
+}
+
+static int fake_wr_complete(struct ibv_qp_ex *x)
+{
+	int i;
+
+	(void)x;
+	if (v.wr_fail)
+		return v.wr_fail;	/* nothing posted */
+	for (i = 0; i < v.aw_batch; i++)
+		v.order[v.norder++ % 16] = 'a';
+	v.naw += v.aw_batch;
+	return 0;
+}
+
+static struct ibv_qp *fake_qp(struct ibv_context *c, enum ibv_qp_type type, uint32_t qpn)
+{
+	struct verbs_qp *vq = fake_alloc(sizeof(*vq));
+	struct ibv_qp *q = &vq->qp;
+
+	q->context = c;
+	q->qp_type = type;
+	q->qp_num = qpn;
+	q->state = IBV_QPS_RESET;
+	vq->comp_mask = VERBS_QP_EX;
+	vq->qp_ex.wr_start = fake_wr_start;
+	vq->qp_ex.wr_atomic_write = fake_wr_atomic_write;
+	vq->qp_ex.wr_complete = fake_wr_complete;
+	return q;
+}
+
+/* As libibverbs' own. */
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *q)
+{
+	struct verbs_qp *vq = (struct verbs_qp *)q;
+
+	return vq->comp_mask & VERBS_QP_EX ? &vq->qp_ex : NULL;
+}
+
+static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+{
+	if (v.fail) {
+		errno = v.fail;
+		return NULL;
+	}
+	v.qp_attr = *a;
+	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
+	a->cap.max_send_sge = 1;
+	return fake_qp(c, a->qp_type, a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66);
+}
+
+static struct ibv_qp *fake_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
+{
+	v.open_attr = *a;
+	return fake_qp(c, a->qp_type, a->qp_num);
+}
+
+static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	if (q->qp_type == IBV_QPT_XRC_RECV) {	/* a target QP has no send queue */
+		*bad = wr;
+		return EINVAL;
+	}
+	v.send = *wr;
+	v.send_sge = wr->sg_list[0];
+	for (; wr; wr = wr->next)
+		v.order[v.norder++ % 16] = 's';
+	*bad = NULL;
+	return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
+{
+	int n = ne < v.ncqe ? ne : v.ncqe;
+
+	(void)cq;
+	memcpy(wc, v.cqe, (size_t)n * sizeof(*wc));
+	memmove(v.cqe, v.cqe + n, (size_t)(v.ncqe - n) * sizeof(*wc));
+	v.ncqe -= n;
+	return n;
+}
+
+static int fake_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a,
+			   size_t len)
+{
+	(void)c;
+	(void)port;
+	memset(a, 0, len);
+	return 0;
+}
+
+static void vendor_init(void)
+{
+	vendor.sz = sizeof(vendor);
+	vendor.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	vendor.open_xrcd = fake_open_xrcd;
+	vendor.close_xrcd = fake_close_xrcd;
+	vendor.create_srq_ex = fake_create_srq_ex;
+	vendor.get_srq_num = fake_get_srq_num;
+	vendor.create_qp_ex = fake_create_qp_ex;
+	vendor.open_qp = fake_open_qp;
+	vendor.query_port = fake_query_port;
+	vendor.context.ops.post_srq_recv = fake_post_srq_recv;
+	vendor.context.ops.post_send = fake_post_send;
+	vendor.context.ops.poll_cq = fake_poll_cq;
+}
+
+/* libibverbs entry points that are not inline: the vendor's, here. */
+struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq *cq = fake_alloc(sizeof(*cq));
+
+	(void)channel;
+	(void)comp_vector;
+	cq->context = c;
+	cq->cq_context = cq_context;
+	cq->cqe = cqe;
+	return cq;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *q;
+
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, a, sizeof(*a));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = p;
+	q = fake_create_qp_ex(p->context, &ax);
+	a->cap = ax.cap;
+	return q;
+}
+
+int ibv_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
+{
+	(void)s;
+	*a = (struct ibv_srq_attr){ .max_wr = 8, .max_sge = 1 };
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *i)
+{
+	(void)q;
+	(void)a;
+	(void)mask;
+	(void)i;
+	return EOPNOTSUPP;	/* the snapshot keeps the state it knows */
+}
+
+/* Device identity for the snapshot's device record: none here. */
+__be64 ibv_get_device_guid(struct ibv_device *d)
+{
+	(void)d;
+	return 0;
+}
+
+int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid)
+{
+	(void)c;
+	(void)port;
+	(void)index;
+	memset(gid, 0, sizeof(*gid));
+	return 0;
+}
+
+
+int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	free(cq);
+	v.destroyed++;
+	return 0;
+}
+
+int ibv_destroy_srq(struct ibv_srq *s)
+{
+	CHECK(s->context == &vendor.context);
+	free(s);
+	v.destroyed++;
+	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *q)
+{
+	CHECK(q->context == &vendor.context);
+	free(q);
+	v.destroyed++;
+	return 0;
+}
+
+/* ---- the application's side ---- */
+
+static struct ibckpt_context *ctx;
+static struct ibckpt_pd pd;
+
+static void app_init(void)
+{
+	memset(&v, 0, sizeof(v));
+	ctx = fake_alloc(sizeof(*ctx));
+	ibckpt_context_init(ctx, &vendor.context);
+	pd.ibv_pd.context = &ctx->vctx.context;
+	pd.real = &vendor_pd;
+}
+
+static void app_fini(void)
+{
+	CHECK(ctx->objs.next == &ctx->objs);	/* every shadow gone */
+	ibckpt_context_fini(ctx);
+	free(ctx);
+}
+
+static struct ibv_xrcd *open_xrcd(void)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = 7, .oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x = ibckpt_open_xrcd(&ctx->vctx.context, &a);
+
+	CHECK(x != NULL);
+	return x;
+}
+
+static struct ibv_srq *xsrq(struct ibv_xrcd *x, struct ibv_cq *cq, void *app_context)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.srq_context = app_context,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC, .pd = &pd.ibv_pd, .xrcd = x, .cq = cq,
+	};
+	struct ibv_srq *s = ibckpt_create_srq_ex(&ctx->vctx.context, &a);
+
+	CHECK(s != NULL);
+	return s;
+}
+
+static struct ibv_qp *tgt_qp(struct ibv_xrcd *x)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = x,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+
+	CHECK(q != NULL);
+	return q;
+}
+
+static void post_recv(struct ibv_srq *s, uint64_t wr_id, uint64_t addr)
+{
+	struct ibv_sge sge = { .addr = addr, .length = 64, .lkey = 1 };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	CHECK_EQ(ibckpt_post_srq_recv(s, &wr, &bad), 0);
+	CHECK_EQ(wr.wr_id, wr_id);		/* the application's list is as it was */
+}
+
+/* The vendor completes a receive of the XRC target QP, tagged as it was posted. */
+static void vendor_completes(uint64_t tag, enum ibv_wc_status status)
+{
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = tag, .status = status,
+					   .opcode = IBV_WC_RECV, .qp_num = 0x77 };
+}
+
+/* The vendor only ever sees real objects; the application only shadows. */
+static void objects_are_stacked(void)
+{
+	app_init();
+
+	struct ibv_xrcd *x = open_xrcd();
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	int app_ctx;
+
+	CHECK(cq != NULL);
+	CHECK(x->context == &ctx->vctx.context);
+	CHECK(to_ixrcd(x)->real != x);
+	CHECK_EQ(v.xrcd_attr.fd, 7);
+	CHECK_EQ(v.xrcd_attr.oflags, O_CREAT);
+
+	struct ibv_srq *s = xsrq(x, cq, &app_ctx);
+	uint32_t num = 0;
+
+	CHECK(v.srq_attr.xrcd == to_ixrcd(x)->real);
+	CHECK(v.srq_attr.cq == to_icq(cq)->real);
+	CHECK(v.srq_attr.pd == &vendor_pd);
+	CHECK(v.srq_attr.srq_context == to_isrq(s));	/* async events lead back */
+	CHECK(s->srq_context == &app_ctx);
+	CHECK(s->context == &ctx->vctx.context);
+	CHECK_EQ(ibckpt_get_srq_num(s, &num), 0);
+	CHECK_EQ(num, to_isrq(s)->srq_num);
+	CHECK(num != 0);
+
+	struct ibv_qp *tgt = tgt_qp(x);
+
+	CHECK(v.qp_attr.xrcd == to_ixrcd(x)->real);
+	CHECK(v.qp_attr.pd == NULL);
+	CHECK(v.qp_attr.qp_context == to_iqp(tgt));
+	CHECK_EQ(tgt->qp_type, IBV_QPT_XRC_RECV);
+	CHECK(ibckpt_vidmap_find(&ctx->qpns, 0x77, 0) == NULL);	/* completions: by tag */
+
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE | IBV_QP_OPEN_ATTR_CONTEXT,
+		.qp_num = 0x77, .xrcd = x, .qp_context = &app_ctx, .qp_type = IBV_QPT_XRC_RECV,
+	};
+	struct ibv_qp *opened = ibckpt_open_qp(&ctx->vctx.context, &oa);
+	struct ibv_sge sge = { 1, 1, 1 };
+	struct ibv_send_wr swr = { .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+
+	CHECK(opened != NULL);
+	CHECK(v.open_attr.xrcd == to_ixrcd(x)->real);
+	CHECK(v.open_attr.qp_context == to_iqp(opened));
+	CHECK(opened->qp_context == &app_ctx);
+	CHECK_EQ(opened->qp_num, 0x77);
+	/* a target QP cannot send: the vendor says so, not the log */
+	CHECK_EQ(ibckpt_post_send(opened, &swr, &bad), EINVAL);
+	CHECK(bad == &swr);
+
+	v.destroyed = 0;
+	CHECK_EQ(ibckpt_destroy_qp(opened), 0);
+	CHECK_EQ(ibckpt_destroy_qp(tgt), 0);
+	CHECK_EQ(ibckpt_destroy_srq(s), 0);
+	CHECK_EQ(ctx->xsrqs.live, 0);
+	CHECK_EQ(ibckpt_close_xrcd(x), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	CHECK_EQ(v.destroyed, 5);
+	app_fini();
+}
+
+/*
+ * Two XRC SRQs on one CQ, both posting wr_id 1 (as ibv_xsrq_pingpong does):
+ * each completion retires its own SRQ's request and returns the
+ * application's wr_id. Searching by wr_id would retire the wrong SRQ's and
+ * fill the other's log within a few rounds.
+ */
+static void completions_find_their_srq(void)
+{
+	app_init();
+
+	struct ibv_xrcd *x = open_xrcd();
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_srq *a = xsrq(x, cq, NULL), *b = xsrq(x, cq, NULL);
+	struct ibv_qp *tgt = tgt_qp(x);
+	struct ibv_wc wc[4];
+	int round;
+
+	post_recv(a, 1, 0xa000);
+	post_recv(b, 1, 0xb000);
+	CHECK(v.srq_wr_id[0] != 1 && v.srq_wr_id[1] != 1);	/* tags reach the vendor */
+	CHECK(v.srq_wr_id[0] != v.srq_wr_id[1]);
+	for (round = 0; round < 50; round++) {	/* only b ever completes */
+		vendor_completes(v.srq_wr_id[(v.srq_posts - 1) % 64], IBV_WC_SUCCESS);
+		CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+		CHECK_EQ(wc[0].wr_id, 1);
+		CHECK_EQ(wc[0].qp_num, 0x77);
+		post_recv(b, 1, 0xb000 + (uint64_t)round);
+	}
+	CHECK_EQ(ibckpt_wrlog_live(&to_isrq(a)->rq), 1);	/* a's never completed */
+	CHECK_EQ(ibckpt_wrlog_live(&to_isrq(b)->rq), 1);
+
+	const struct ibv_sge *sge;
+	const struct ibckpt_wr *e = ibckpt_wrlog_at(&to_isrq(a)->rq, 0, &sge, NULL);
+
+	CHECK(e != NULL);
+	CHECK_EQ(e->wr_id, 1);
+	CHECK_EQ(sge[0].addr, 0xa000);
+
+	/* a flush retires by tag too; a tag completed twice matches nothing */
+	uint64_t tag_a = v.srq_wr_id[0];
+
+	vendor_completes(tag_a, IBV_WC_WR_FLUSH_ERR);
+	vendor_completes(tag_a, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 2);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(wc[1].wr_id, tag_a);		/* not ours: left as the vendor gave it */
+	CHECK_EQ(ibckpt_wrlog_live(&to_isrq(a)->rq), 0);
+	CHECK_EQ(to_isrq(a)->rq.unmatched, 1);
+
+	/* a completion of some other, destroyed QP is left alone */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 42, .opcode = IBV_WC_RECV, .qp_num = 0x99 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 42);
+	CHECK_EQ(ibckpt_wrlog_live(&to_isrq(b)->rq), 1);
+
+	CHECK_EQ(ibckpt_destroy_qp(tgt), 0);
+	CHECK_EQ(ibckpt_destroy_srq(a), 0);
+	CHECK_EQ(ibckpt_destroy_srq(b), 0);
+	CHECK_EQ(ibckpt_close_xrcd(x), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/* An XRC sender logs the SRQ number each request names, for a restart. */
+static void sends_log_their_srqn(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_XRC_SEND,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	CHECK(q != NULL);
+	CHECK(v.qp_attr.pd == &vendor_pd);
+	CHECK(to_iqp(q)->rq.wr == NULL);	/* no receive queue to log */
+	wr.qp_type.xrc.remote_srqn = 0x5123;
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.qp_type.xrc.remote_srqn, 0x5123);
+	CHECK_EQ(v.send.wr_id, 9);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);
+	CHECK_EQ(ibckpt_wrlog_newest(&to_iqp(q)->sq, 1)->remote_srqn, 0x5123);
+	/* its completion is found by QPN, as any send's */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 9);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/* A snapshot's records: the first (r NULL) or the one after r, NULL at the end. */
+static const struct ibckpt_snap_rec *snap_next(const void *buf, const struct ibckpt_snap_rec *r)
+{
+	const struct ibckpt_snap_hdr *h = buf;
+	const char *end = (const char *)buf + h->total_len;
+	const char *p = r ? (const char *)(r + 1) + ((r->len + 7u) & ~7u)
+			  : (const char *)buf + h->hdr_len;
+
+	return p < end ? (const void *)p : NULL;
+}
+
+/*
+ * The payload of the record of the given type and handle (0: the first of
+ * the type); for WR records, the handle is the owner's and wr_id must match.
+ */
+static const void *snap_find_wr(const void *buf, uint16_t type, uint32_t handle, uint64_t wr_id)
+{
+	const struct ibckpt_snap_rec *r;
+
+	for (r = snap_next(buf, NULL); r; r = snap_next(buf, r)) {
+		const uint32_t *pl = (const void *)(r + 1);
+		const struct ibckpt_snap_wr *w = (const void *)pl;
+
+		if (r->type != type)
+			continue;
+		if (type == IBCKPT_SNAP_WR ? w->owner == handle && w->wr_id == wr_id
+					   : !handle || pl[0] == handle)
+			return pl;
+	}
+	return NULL;
+}
+
+static const void *snap_find(const void *buf, uint16_t type, uint32_t handle)
+{
+	return snap_find_wr(buf, type, handle, 0);
+}
+
+/* A snapshot names the domain, the SRQ's XRC identity and each request's SRQN. */
+static void snapshot_names_xrc(void)
+{
+	app_init();
+
+	struct ibv_xrcd *x = open_xrcd();
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_srq *s = xsrq(x, cq, NULL);
+	struct ibv_qp *tgt = tgt_qp(x);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_XRC_SEND,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+	};
+	struct ibv_qp *snd = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
+		.qp_num = 0x77, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV,
+	};
+	struct ibv_qp *opened = ibckpt_open_qp(&ctx->vctx.context, &oa);
+	struct ibv_device dev = { .name = "fake0" };
+	void *buf = NULL;
+	size_t len = 0;
+
+	CHECK(snd != NULL);
+	CHECK(opened != NULL);
+	wr.qp_type.xrc.remote_srqn = 0x5321;
+	CHECK_EQ(ibckpt_post_send(snd, &wr, &bad), 0);
+	post_recv(s, 77, 0xc000);
+	ctx->vctx.context.device = &dev;
+	ibckpt_ctxs = ctx;
+	CHECK_EQ(ibckpt_snapshot_build(1, 0, false, &buf, &len), 0);
+	ibckpt_ctxs = NULL;
+
+	const struct ibckpt_snap_xrcd *rx = snap_find(buf, IBCKPT_SNAP_XRCD, 0);
+	const struct ibckpt_snap_srq *rs = snap_find(buf, IBCKPT_SNAP_SRQ, 0);
+	const struct ibckpt_snap_qp *rt = snap_find(buf, IBCKPT_SNAP_QP, to_iqp(tgt)->obj.id);
+	const struct ibckpt_snap_qp *ro = snap_find(buf, IBCKPT_SNAP_QP, to_iqp(opened)->obj.id);
+	const struct ibckpt_snap_wr *rw = snap_find_wr(buf, IBCKPT_SNAP_WR, to_iqp(snd)->obj.id, 9);
+
+	CHECK(rx && rs && rt && ro && rw);
+	if (rx && rs && rt && ro && rw) {
+		CHECK_EQ(rx->handle, to_ixrcd(x)->obj.id);
+		CHECK_EQ(rx->oflags, O_CREAT);
+		CHECK_EQ(rs->srq_type, IBCKPT_SNAP_SRQT_XRC);
+		CHECK_EQ(rs->xrcd, rx->handle);
+		CHECK_EQ(rs->cq, to_icq(cq)->obj.id);
+		CHECK_EQ(rs->srq_num, to_isrq(s)->srq_num);
+		CHECK_EQ(rs->n_recv_wr, 1);
+		CHECK_EQ(rt->xrcd, rx->handle);
+		CHECK_EQ(rt->opened, 0);
+		CHECK_EQ(ro->opened, 1);
+		CHECK_EQ(ro->xrcd, rx->handle);
+		CHECK_EQ(ro->qpn, 0x77);
+		CHECK_EQ(rt->qpn, 0x77);	/* not in the QPN table: its own */
+		CHECK_EQ(rt->n_send_wr + rt->n_recv_wr, 0);
+		CHECK_EQ(rw->wr_id, 9);
+		CHECK_EQ(rw->xrc_remote_srqn, 0x5321);
+	}
+	free(buf);
+	CHECK_EQ(ibckpt_destroy_qp(snd), 0);
+	CHECK_EQ(ibckpt_destroy_qp(opened), 0);
+	CHECK_EQ(ibckpt_destroy_qp(tgt), 0);
+	CHECK_EQ(ibckpt_destroy_srq(s), 0);
+	CHECK_EQ(ibckpt_close_xrcd(x), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/*
+ * ibv_wr_atomic_write() has no ibv_post_send() form: the atomic writes of a
+ * batch reach the vendor's own ibv_wr_* API, the rest ibv_post_send(), in
+ * the batch's order, all logged; a refused run is forgotten again.
+ */
+static void atomic_writes_reach_the_vendor_api(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = &pd.ibv_pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_qp_ex *x;
+	uint64_t one = 0x1111, two = 0x2222;
+
+	CHECK(q != NULL);
+	CHECK_EQ(v.qp_attr.send_ops_flags, a.send_ops_flags);	/* the vendor's QP can */
+	x = &to_iqp(q)->vqp.qp_ex;
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 3, 0x1000, 8);
+	x->wr_id = 2;
+	ibv_wr_atomic_write(x, 0x70, 0x9000, &one);
+	x->wr_id = 3;
+	ibv_wr_atomic_write(x, 0x71, 0x9008, &two);
+	x->wr_id = 4;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 3, 0x1000, 8);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(v.norder, 4);
+	CHECK(!memcmp(v.order, "saas", 4));
+	CHECK_EQ(v.naw, 2);
+	CHECK_EQ(v.aw_wr_id[0], 2);
+	CHECK_EQ(v.aw_rkey[1], 0x71);
+	CHECK_EQ(v.aw_val[0], 0x1111);
+	CHECK_EQ(v.aw_val[1], 0x2222);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 4);
+	CHECK_EQ(ibckpt_wrlog_newest(&to_iqp(q)->sq, 2)->opcode, IBV_WR_ATOMIC_WRITE);
+	CHECK_EQ(ibckpt_wrlog_newest(&to_iqp(q)->sq, 2)->wr.atomic.swap, 0x2222);
+
+	/* the snapshot keeps what an atomic write writes */
+	struct ibv_device dev = { .name = "fake0" };
+	const struct ibckpt_snap_wr *rw;
+	void *buf = NULL;
+	size_t len = 0;
+
+	ctx->vctx.context.device = &dev;
+	ibckpt_ctxs = ctx;
+	CHECK_EQ(ibckpt_snapshot_build(1, 0, false, &buf, &len), 0);
+	ibckpt_ctxs = NULL;
+	rw = snap_find_wr(buf, IBCKPT_SNAP_WR, to_iqp(q)->obj.id, 2);
+	CHECK(rw != NULL);
+	if (rw) {
+		CHECK_EQ(rw->opcode, IBV_WR_ATOMIC_WRITE);
+		CHECK_EQ(rw->wr_id, 2);
+		CHECK_EQ(rw->rkey, 0x70);
+		CHECK_EQ(rw->remote_addr, 0x9000);
+		CHECK_EQ(rw->swap, 0x1111);
+	}
+	free(buf);
+
+	/* the vendor refuses the run: nothing of it stays logged */
+	v.wr_fail = EINVAL;
+	ibv_wr_start(x);
+	ibv_wr_atomic_write(x, 0x70, 0x9000, &one);
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 4);
+	CHECK_EQ(v.naw, 2);
+	v.wr_fail = 0;
+
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/* What is not stacked, or what the vendor refuses, fails as the vendor would. */
+static void refusals(void)
+{
+	app_init();
+
+	struct ibv_srq_init_attr_ex tm = {
+		.attr = { .max_wr = 8, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_TM, .pd = &pd.ibv_pd,
+	};
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD, .fd = -1 };
+	struct ibv_qp_init_attr_ex qa = { .qp_type = IBV_QPT_XRC_SEND };
+
+	errno = 0;
+	CHECK(ibckpt_create_srq_ex(&ctx->vctx.context, &tm) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(v.srq_attr.srq_type == 0);	/* the vendor was not asked */
+	v.fail = ENOSYS;
+	CHECK(ibckpt_open_xrcd(&ctx->vctx.context, &xa) == NULL);
+	CHECK_EQ(errno, ENOSYS);
+	v.fail = 0;
+	errno = 0;
+	CHECK(ibckpt_create_qp_ex(&ctx->vctx.context, &qa) == NULL);	/* no PD */
+	CHECK_EQ(errno, EINVAL);
+	app_fini();
+}
+
+int main(void)
+{
+	vendor_init();
+	RUN(objects_are_stacked);
+	RUN(completions_find_their_srq);
+	RUN(sends_log_their_srqn);
+	RUN(snapshot_names_xrc);
+	RUN(atomic_writes_reach_the_vendor_api);
+	RUN(refusals);
+	return unit_done();
+}
