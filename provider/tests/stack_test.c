@@ -375,6 +375,40 @@ static struct ibv_qp *tgt_qp(struct ibv_xrcd *x)
 	return q;
 }
 
+/* A sending QP (XRC or RC) on cq; send_ops_flags 0: no ibv_wr_* API. */
+static struct ibv_qp *send_qp(struct ibv_cq *cq, enum ibv_qp_type type, uint64_t send_ops_flags)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+		.send_ops_flags = send_ops_flags,
+	};
+	struct ibv_qp *q;
+
+	if (send_ops_flags)
+		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	CHECK(q != NULL);
+	CHECK(v.qp_attr.pd == &vendor_pd);
+	CHECK_EQ(v.qp_attr.send_ops_flags, send_ops_flags);	/* the vendor's QP can */
+	return q;
+}
+
+/* The context's snapshot, as the control thread would build it (free() it). */
+static void *snapshot(void)
+{
+	static struct ibv_device dev = { .name = "fake0" };
+	void *buf = NULL;
+	size_t len = 0;
+
+	ctx->vctx.context.device = &dev;
+	ibckpt_ctxs = ctx;
+	CHECK_EQ(ibckpt_snapshot_build(1, 0, false, &buf, &len), 0);
+	ibckpt_ctxs = NULL;
+	return buf;
+}
+
 static void post_recv(struct ibv_srq *s, uint64_t wr_id, uint64_t addr)
 {
 	struct ibv_sge sge = { .addr = addr, .length = 64, .lkey = 1 };
@@ -525,19 +559,12 @@ static void sends_log_their_srqn(void)
 	app_init();
 
 	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
-	struct ibv_qp_init_attr_ex a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_XRC_SEND,
-		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
-	};
-	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_XRC_SEND, 0);
 	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
 	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_wc wc;
 
-	CHECK(q != NULL);
-	CHECK(v.qp_attr.pd == &vendor_pd);
 	CHECK(to_iqp(q)->rq.wr == NULL);	/* no receive queue to log */
 	wr.qp_type.xrc.remote_srqn = 0x5123;
 	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
@@ -601,12 +628,7 @@ static void snapshot_names_xrc(void)
 	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
 	struct ibv_srq *s = xsrq(x, cq, NULL);
 	struct ibv_qp *tgt = tgt_qp(x);
-	struct ibv_qp_init_attr_ex a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_XRC_SEND,
-		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
-	};
-	struct ibv_qp *snd = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_qp *snd = send_qp(cq, IBV_QPT_XRC_SEND, 0);
 	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
 	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
@@ -615,19 +637,13 @@ static void snapshot_names_xrc(void)
 		.qp_num = 0x77, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV,
 	};
 	struct ibv_qp *opened = ibckpt_open_qp(&ctx->vctx.context, &oa);
-	struct ibv_device dev = { .name = "fake0" };
-	void *buf = NULL;
-	size_t len = 0;
+	void *buf;
 
-	CHECK(snd != NULL);
 	CHECK(opened != NULL);
 	wr.qp_type.xrc.remote_srqn = 0x5321;
 	CHECK_EQ(ibckpt_post_send(snd, &wr, &bad), 0);
 	post_recv(s, 77, 0xc000);
-	ctx->vctx.context.device = &dev;
-	ibckpt_ctxs = ctx;
-	CHECK_EQ(ibckpt_snapshot_build(1, 0, false, &buf, &len), 0);
-	ibckpt_ctxs = NULL;
+	buf = snapshot();
 
 	const struct ibckpt_snap_xrcd *rx = snap_find(buf, IBCKPT_SNAP_XRCD, 0);
 	const struct ibckpt_snap_srq *rs = snap_find(buf, IBCKPT_SNAP_SRQ, 0);
@@ -674,20 +690,13 @@ static void atomic_writes_reach_the_vendor_api(void)
 	app_init();
 
 	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
-	struct ibv_qp_init_attr_ex a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.pd = &pd.ibv_pd,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE,
-	};
-	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
-	struct ibv_qp_ex *x;
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC,
+				   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE);
+	struct ibv_qp_ex *x = &to_iqp(q)->vqp.qp_ex;
+	const struct ibckpt_snap_wr *rw;
 	uint64_t one = 0x1111, two = 0x2222;
+	void *buf;
 
-	CHECK(q != NULL);
-	CHECK_EQ(v.qp_attr.send_ops_flags, a.send_ops_flags);	/* the vendor's QP can */
-	x = &to_iqp(q)->vqp.qp_ex;
 	ibv_wr_start(x);
 	x->wr_id = 1;
 	ibv_wr_send(x);
@@ -712,15 +721,7 @@ static void atomic_writes_reach_the_vendor_api(void)
 	CHECK_EQ(ibckpt_wrlog_newest(&to_iqp(q)->sq, 2)->wr.atomic.swap, 0x2222);
 
 	/* the snapshot keeps what an atomic write writes */
-	struct ibv_device dev = { .name = "fake0" };
-	const struct ibckpt_snap_wr *rw;
-	void *buf = NULL;
-	size_t len = 0;
-
-	ctx->vctx.context.device = &dev;
-	ibckpt_ctxs = ctx;
-	CHECK_EQ(ibckpt_snapshot_build(1, 0, false, &buf, &len), 0);
-	ibckpt_ctxs = NULL;
+	buf = snapshot();
 	rw = snap_find_wr(buf, IBCKPT_SNAP_WR, to_iqp(q)->obj.id, 2);
 	CHECK(rw != NULL);
 	if (rw) {
