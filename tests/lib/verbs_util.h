@@ -22,11 +22,12 @@ static inline struct ibv_context *open_named_device(const char *name)
 }
 
 /*
- * An RC QP connected to itself: INIT, RTR and RTS over the GID 'gid' of
- * port 1 (RoCE: rxe's GID index 0), destination its own QPN.
- * Returns 0, or the failing step's name ("INIT", "RTR", "RTS") with errno set. */
-static inline const char *rc_loopback_connect(struct ibv_qp *qp, const union ibv_gid *gid,
-					      int access)
+ * An RC QP connected to QP 'dest_qpn' at GID 'gid' of port 1 (RoCE: rxe's
+ * GID index 0): INIT, RTR and RTS. Returns NULL, or the failing step's name
+ * ("INIT", "RTR", "RTS") with errno set.
+ */
+static inline const char *rc_connect(struct ibv_qp *qp, uint32_t dest_qpn,
+				     const union ibv_gid *gid, int access)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = (unsigned int)access };
@@ -37,7 +38,7 @@ static inline const char *rc_loopback_connect(struct ibv_qp *qp, const union ibv
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dest_qpn;
 	a.rq_psn = 1;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
@@ -58,6 +59,13 @@ static inline const char *rc_loopback_connect(struct ibv_qp *qp, const union ibv
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		return "RTS";
 	return NULL;
+}
+
+/* An RC QP connected to itself, destination its own QPN: see rc_connect(). */
+static inline const char *rc_loopback_connect(struct ibv_qp *qp, const union ibv_gid *gid,
+					      int access)
+{
+	return rc_connect(qp, qp->qp_num, gid, access);
 }
 
 #endif
