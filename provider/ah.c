@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Address handles: the application's AH names a shadow; UD sends swap in the real one. */
+/*
+ * Address handles: the application's AH names a shadow; UD sends swap in the
+ * real one. The vendor's is created with the destination translated to the
+ * real address (addr.h); the shadow keeps the application's.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include "ibckpt.h"
@@ -7,12 +11,14 @@
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
 	struct ibckpt_ah *ah = calloc(1, sizeof(*ah));
+	struct ibv_ah_attr ra = *attr;
 
 	if (!ah) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	ah->real = ibv_create_ah(to_ipd(ibpd)->real, attr);
+	ibckpt_ah_attr_to_real(&to_ictx(ibpd->context)->addrs, &ra);
+	ah->real = ibv_create_ah(to_ipd(ibpd)->real, &ra);
 	if (!ah->real) {
 		free(ah);
 		return NULL;

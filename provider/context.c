@@ -92,6 +92,7 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_spin_init(&ctx->key_lock);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
+	ibckpt_addrs_init(&ctx->addrs);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
 }
@@ -103,6 +104,7 @@ void ibckpt_context_fini(struct ibckpt_context *ctx)
 	ibckpt_vidmap_destroy(&ctx->xsrqs);
 	ibckpt_vidmap_destroy(&ctx->lkeys);
 	ibckpt_vidmap_destroy(&ctx->rkeys);
+	ibckpt_addrs_destroy(&ctx->addrs);
 	pthread_mutex_destroy(&ctx->lock);
 }
 
@@ -224,10 +226,18 @@ static int ibckpt_query_device_ex(struct ibv_context *context,
 	return rv->query_device_ex(real, input, attr, attr_size);
 }
 
+/* The port's own LID and its SM's, as the application knows them (addr.h). */
 static int ibckpt_query_port(struct ibv_context *context, uint8_t port,
 			     struct ibv_port_attr *attr)
 {
-	return ibv_query_port(to_ictx(context)->real, port, attr);
+	struct ibckpt_context *ctx = to_ictx(context);
+	int ret = ibv_query_port(ctx->real, port, attr);
+
+	if (!ret) {
+		attr->lid = ibckpt_lid_to_virtual(&ctx->addrs, attr->lid);
+		attr->sm_lid = ibckpt_lid_to_virtual(&ctx->addrs, attr->sm_lid);
+	}
+	return ret;
 }
 
 /*

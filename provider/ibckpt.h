@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
+#include "addr.h"
 #include "gate.h"
 #include "spinlock.h"
 #include "vcq.h"
@@ -76,6 +77,7 @@ struct ibckpt_context {
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
 	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR or MW */
+	struct ibckpt_addrs addrs;		/* virtual LIDs and GIDs (addr.h) */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
 	uint32_t id;

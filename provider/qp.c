@@ -255,9 +255,19 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	int ret;
 
+	struct ibv_qp_attr ra;
+	struct ibv_qp_attr *va = attr;
+
+	/* Address vectors name virtual addresses (addr.h): the vendor gets real ones. */
+	if (mask & (IBV_QP_AV | IBV_QP_ALT_PATH)) {
+		ra = *attr;
+		ibckpt_ah_attr_to_real(&qp->ctx->addrs, &ra.ah_attr);
+		ibckpt_ah_attr_to_real(&qp->ctx->addrs, &ra.alt_ah_attr);
+		va = &ra;
+	}
 	/* Inside the gate: a snapshot reads the QP's state and history while closed. */
 	ibckpt_gate_enter(&qp->ctx->gate);
-	ret = ibv_modify_qp(qp->real, attr, mask);
+	ret = ibv_modify_qp(qp->real, va, mask);
 	if (!ret) {
 		bool reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
 
@@ -283,7 +293,9 @@ int ibckpt_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	int ret = ibv_query_qp(to_iqp(ibqp)->real, attr, mask, init);
 
 	if (!ret) {
-		/* The vendor answered with its own objects: show ours. */
+		/* The vendor answered with its own objects and addresses: show ours. */
+		ibckpt_ah_attr_to_virtual(&to_iqp(ibqp)->ctx->addrs, &attr->ah_attr);
+		ibckpt_ah_attr_to_virtual(&to_iqp(ibqp)->ctx->addrs, &attr->alt_ah_attr);
 		init->qp_context = ibqp->qp_context;
 		init->send_cq = ibqp->send_cq;
 		init->recv_cq = ibqp->recv_cq;

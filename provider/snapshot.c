@@ -239,6 +239,8 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 	r->qpn = qpn_real(qp);
 	r->send_ops_flags = qp->qpx ? qp->qpx->flags : 0;
 	if (!ibv_query_qp(qp->real, &a, QP_ATTR_ALL, &init)) {
+		/* the addresses the application knows (equal until a restart) */
+		ibckpt_ah_attr_to_virtual(&qp->ctx->addrs, &a.ah_attr);
 		r->state = a.qp_state;
 		r->dest_qpn = a.dest_qp_num;
 		r->sq_psn = a.sq_psn;

@@ -2,7 +2,8 @@
 /*
  * The whole provider stacked on a fake vendor, under ASan + UBSan: the verbs
  * rxe on Debian's 6.1 kernel lacks, so that the VM can only show ibckpt
- * giving rxe's own error: XRC, and atomic write through ibv_wr_*.
+ * giving rxe's own error (XRC, atomic write through ibv_wr_*), and the
+ * LID/GID translation that only a restart sets up.
  *
  * The provider's sources are linked in whole; the vendor is a verbs_context
  * whose ops are the fakes below, and the libibverbs calls that would need a
@@ -40,6 +41,8 @@ static struct {
 	uint32_t aw_rkey[4];
 	int naw, aw_batch;		/* atomic writes completed / in the open batch */
 	int wr_fail;			/* errno for the next wr_complete */
+	struct ibv_ah_attr ah_attr;	/* last create_ah's */
+	struct ibv_qp_attr qp_attr_set;	/* last modify_qp's */
 } v;
 
 static void *fake_alloc(size_t size)
@@ -212,6 +215,8 @@ static int fake_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_
 	(void)c;
 	(void)port;
 	memset(a, 0, len);
+	a->lid = 9;
+	a->sm_lid = 1;
 	return 0;
 }
 
@@ -266,13 +271,39 @@ int ibv_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
 	return 0;
 }
 
+/* Answers with what the last modify_qp set (the snapshot's queries too). */
 int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *i)
 {
 	(void)q;
-	(void)a;
 	(void)mask;
-	(void)i;
-	return EOPNOTSUPP;	/* the snapshot keeps the state it knows */
+	*a = v.qp_attr_set;
+	memset(i, 0, sizeof(*i));
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
+{
+	(void)q;
+	(void)mask;
+	v.qp_attr_set = *a;
+	return 0;
+}
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *p, struct ibv_ah_attr *a)
+{
+	struct ibv_ah *ah = fake_alloc(sizeof(*ah));
+
+	ah->context = p->context;
+	ah->pd = p;
+	v.ah_attr = *a;
+	return ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	free(ah);
+	v.destroyed++;
+	return 0;
 }
 
 /* Device identity for the snapshot's device record: none here. */
@@ -747,6 +778,49 @@ static void atomic_writes_reach_the_vendor_api(void)
 	app_fini();
 }
 
+/*
+ * After a restart (here: its mapping set by hand) the application's LIDs and
+ * GIDs are virtual: address vectors reach the vendor real, and what the
+ * vendor reports reaches the application virtual.
+ */
+static void addresses_are_translated(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC, 0);
+	union ibv_gid vg = { .raw = { 0xfe, 0x80, [15] = 1 } }, rg = { .raw = { 0xfe, 0x80, [15] = 2 } };
+	struct ibv_ah_attr aa = { .dlid = 5, .is_global = 1, .port_num = 1, .grh.dgid = vg };
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RTR, .ah_attr = aa, .dest_qp_num = 3 };
+	struct ibv_qp_init_attr init;
+	struct ibv_port_attr pa;
+	struct ibv_ah *ah;
+
+	CHECK_EQ(ibckpt_addrs_map_lid(&ctx->addrs, 5, 9), 0);
+	CHECK_EQ(ibckpt_addrs_map_gid(&ctx->addrs, &vg, &rg), 0);
+	ah = ibckpt_create_ah(&pd.ibv_pd, &aa);
+	CHECK(ah != NULL);
+	CHECK_EQ(v.ah_attr.dlid, 9);
+	CHECK(!memcmp(&v.ah_attr.grh.dgid, &rg, sizeof(rg)));
+	CHECK_EQ(aa.dlid, 5);				/* the application's is untouched */
+	CHECK_EQ(ibckpt_modify_qp(q, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN), 0);
+	CHECK_EQ(v.qp_attr_set.ah_attr.dlid, 9);
+	CHECK(!memcmp(&v.qp_attr_set.ah_attr.grh.dgid, &rg, sizeof(rg)));
+	CHECK_EQ(to_iqp(q)->hist.attr.ah_attr.dlid, 5);	/* a restart replays these */
+	memset(&qa, 0, sizeof(qa));
+	CHECK_EQ(ibckpt_query_qp(q, &qa, IBV_QP_AV, &init), 0);
+	CHECK_EQ(qa.ah_attr.dlid, 5);
+	CHECK(!memcmp(&qa.ah_attr.grh.dgid, &vg, sizeof(vg)));
+	CHECK_EQ(ibckpt_ctx_ops.query_port(&ctx->vctx.context, 1, &pa), 0);
+	CHECK_EQ(pa.lid, 5);				/* the port's own, as the peers know it */
+	CHECK_EQ(pa.sm_lid, 1);				/* not mapped: as it is */
+
+	CHECK_EQ(ibckpt_destroy_ah(ah), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
 /* What is not stacked, or what the vendor refuses, fails as the vendor would. */
 static void refusals(void)
 {
@@ -782,6 +856,7 @@ int main(void)
 	RUN(sends_log_their_srqn);
 	RUN(snapshot_names_xrc);
 	RUN(atomic_writes_reach_the_vendor_api);
+	RUN(addresses_are_translated);
 	RUN(refusals);
 	return unit_done();
 }
