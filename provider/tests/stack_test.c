@@ -570,6 +570,13 @@ static void completions_find_their_srq(void)
 	CHECK_EQ(ibckpt_wrlog_live(&to_isrq(a)->rq), 0);
 	CHECK_EQ(to_isrq(a)->rq.unmatched, 1);
 
+	/* a freeze's drain gives the private queue the application's wr_id too */
+	post_recv(b, 7, 0xb100);
+	vendor_completes(v.srq_wr_id[(v.srq_posts - 1) % 64], IBV_WC_SUCCESS);
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq)), 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 7);
+
 	/* a completion of some other, destroyed QP is left alone */
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 42, .opcode = IBV_WC_RECV, .qp_num = 0x99 };
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
