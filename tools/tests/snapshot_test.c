@@ -4,6 +4,7 @@
  * a message, anything malformed: the bytes cross two trust boundaries.
  */
 #define UNIT_SUITE "snapshot"
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../../tests/unit/unit.h"
@@ -62,17 +63,30 @@ static void accepts_what_the_writer_builds(void)
 	snapw_free(&w);
 }
 
+/* A snapshot as `ibckpt dump` prints it (-j: JSON); free() the string. */
+static char *printed(const void *buf, bool json)
+{
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	if (!f)
+		return strdup("");
+	if (json)
+		snap_print_json(f, buf);
+	else
+		snap_print_text(f, buf);
+	fclose(f);
+	return out;
+}
+
 static void json_names_every_object(void)
 {
 	struct snap_writer w;
-	char *out = NULL;
-	size_t n = 0;
-	FILE *f;
+	char *out;
 
 	build(&w);
-	f = open_memstream(&out, &n);
-	snap_print_json(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, true);
 	CHECK(strstr(out, "\"qps\":[{\"handle\":3,") != NULL);
 	CHECK(strstr(out, "\"vqpn\":17,\"qpn\":17") != NULL);
 	CHECK(strstr(out, "\"sge\":[{\"addr\":0,\"length\":0,\"lkey\":0},{\"addr\":0,\"length\":100") != NULL);
@@ -166,9 +180,7 @@ static void memory_windows_and_binds_are_printed(void)
 	struct snap_writer w;
 	struct ibckpt_snap_mw *m;
 	struct ibckpt_snap_wr *wr;
-	char *out = NULL, err[256] = "";
-	size_t n = 0;
-	FILE *f;
+	char *out, err[256] = "";
 
 	snapw_init(&w, 99, 3);
 	m = snapw_add(&w, IBCKPT_SNAP_MW, sizeof(*m));
@@ -194,19 +206,14 @@ static void memory_windows_and_binds_are_printed(void)
 	CHECK_EQ(snapw_finish(&w), 0);
 	CHECK_EQ(validate(&w, err), 0);
 
-	f = open_memstream(&out, &n);
-	snap_print_json(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, true);
 	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":1,\"vrkey\":10753,"
 			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2}]") != NULL);
 	CHECK(strstr(out, "\"bind\":{\"mw\":5,\"mr\":2,\"addr\":4096,\"length\":64,"
 			  "\"access\":2}") != NULL);
 	free(out);
 
-	out = NULL;
-	f = open_memstream(&out, &n);
-	snap_print_text(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, false);
 	CHECK(strstr(out, "mw 5: pd 1 type 1 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
 	      != NULL);
 	CHECK(strstr(out, "bind mw 5 rkey 0x2a01 to mr 2") != NULL);
@@ -220,9 +227,7 @@ static void extended_cq_and_qp_are_printed(void)
 	struct snap_writer w;
 	struct ibckpt_snap_cq *c;
 	struct ibckpt_snap_qp *q;
-	char *out = NULL, err[256] = "";
-	size_t n = 0;
-	FILE *f;
+	char *out, err[256] = "";
 
 	snapw_init(&w, 5, 1);
 	c = snapw_add(&w, IBCKPT_SNAP_CQ, sizeof(*c));
@@ -234,16 +239,11 @@ static void extended_cq_and_qp_are_printed(void)
 	q->send_ops_flags = 0x7c;
 	CHECK_EQ(snapw_finish(&w), 0);
 	CHECK_EQ(validate(&w, err), 0);
-	f = open_memstream(&out, &n);
-	snap_print_json(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, true);
 	CHECK(strstr(out, "\"armed\":false,\"ex\":true,\"wc_flags\":127}") != NULL);
 	CHECK(strstr(out, "\"modify\":0,\"send_ops_flags\":124,\"xrcd\":0,\"opened\":0}") != NULL);
 	free(out);
-	out = NULL;
-	f = open_memstream(&out, &n);
-	snap_print_text(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, false);
 	CHECK(strstr(out, "cq 4: device 0 cqe 0 drained 0 ex wc_flags 0x7f\n") != NULL);
 	free(out);
 	snapw_free(&w);
@@ -257,9 +257,7 @@ static void xrc_records_are_printed(void)
 	struct ibckpt_snap_srq *s;
 	struct ibckpt_snap_qp *q;
 	struct ibckpt_snap_wr *r;
-	char *out = NULL, err[256] = "";
-	size_t n = 0;
-	FILE *f;
+	char *out, err[256] = "";
 
 	snapw_init(&w, 5, 1);
 	x = snapw_add(&w, IBCKPT_SNAP_XRCD, sizeof(*x));
@@ -283,18 +281,13 @@ static void xrc_records_are_printed(void)
 	r->xrc_remote_srqn = 0x51;
 	CHECK_EQ(snapw_finish(&w), 0);
 	CHECK_EQ(validate(&w, err), 0);
-	f = open_memstream(&out, &n);
-	snap_print_json(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, true);
 	CHECK(strstr(out, "\"xrcds\":[{\"handle\":2,\"device\":1,\"oflags\":64}]") != NULL);
 	CHECK(strstr(out, "\"type\":1,\"xrcd\":2,\"cq\":4,\"srq_num\":81}") != NULL);
 	CHECK(strstr(out, "\"xrcd\":2,\"opened\":1}") != NULL);
 	CHECK(strstr(out, "\"xrc_remote_srqn\":81,") != NULL);
 	free(out);
-	out = NULL;
-	f = open_memstream(&out, &n);
-	snap_print_text(f, w.buf);
-	fclose(f);
+	out = printed(w.buf, false);
 	CHECK(strstr(out, "  xrcd 2: device 1 oflags 0x40\n") != NULL);
 	CHECK(strstr(out, " xrc srqn 0x51 xrcd 2 cq 4\n") != NULL);
 	CHECK(strstr(out, "(XRC target in xrcd 2, opened)") != NULL);
