@@ -254,16 +254,15 @@ static int on_ack(struct tctx *t, const struct ibv_wc *wc)
 		     (unsigned long long)p->msg_expect, rc, (unsigned long long)m->seq);
 		return -1;
 	}
-	if (m->ack < p->peer_ack || m->ack > p->msg_next ||
-	    m->ud_ack < t->ud_ack || m->ud_ack > t->ud_next) {
-		terr(t, "QP %d: ACK out of range (ack %llu, have %llu..%llu)", q,
-		     (unsigned long long)m->ack, (unsigned long long)p->peer_ack,
-		     (unsigned long long)p->msg_next);
+	if (tack_take(t, p, m)) {
+		terr(t, "QP %d: ACK out of range (ack %llu, have %llu..%llu; UD ack %llu, have "
+		     "%llu..%llu)", q, (unsigned long long)m->ack,
+		     (unsigned long long)p->peer_ack, (unsigned long long)p->msg_next,
+		     (unsigned long long)m->ud_ack, (unsigned long long)p->peer_ud_ack,
+		     (unsigned long long)t->ud_next);
 		return -1;
 	}
 	p->msg_expect++;
-	p->peer_ack = m->ack;
-	t->ud_ack = m->ud_ack;
 	t->st.acks++;
 	if (tpost_srq_recv(t, wc->wr_id)) {
 		terr(t, "ibv_post_srq_recv: %s", strerror(errno));

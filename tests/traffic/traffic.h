@@ -96,6 +96,7 @@ struct tqp {
 	/* client */
 	uint64_t msg_next;		/* next data message seq */
 	uint64_t peer_ack;		/* messages the server has acknowledged */
+	uint64_t peer_ud_ack;		/* UD datagrams, by this QP's last ACK */
 	uint64_t atomic_next;		/* fetch-and-adds posted on this QP */
 	uint64_t op_next;		/* op schedule position */
 	/* server */
@@ -189,5 +190,8 @@ void terr(struct tctx *t, const char *fmt, ...)
 void tprint_stats(const struct tctx *t, const char *what);
 int tsend_all(int fd, const void *p, size_t len);
 int trecv_all(int fd, void *p, size_t len);
+
+/* ack.c: the client takes an ACK the server sent on QP p (0, or -1 out of range). */
+int tack_take(struct tctx *t, struct tqp *p, const struct tmsg *m);
 
 #endif
