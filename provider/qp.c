@@ -128,7 +128,8 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	err = tgt ? 0 : ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ, ra.cap.max_send_wr,
 					  ra.cap.max_send_sge, ra.cap.max_inline_data,
 					  attr->sq_sig_all);
-	if (!err && !qp->srq && !tgt && attr->qp_type != IBV_QPT_XRC_SEND)
+	qp->rq_logged = !qp->srq && !tgt && attr->qp_type != IBV_QPT_XRC_SEND;
+	if (!err && qp->rq_logged)
 		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
 					ra.cap.max_recv_sge, 0, false);
 	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
@@ -523,7 +524,7 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct ibckpt_context *ctx = qp->ctx;
 	int ret;
 
-	if (!qp->rq.wr)		/* SRQ or XRC: the vendor's answer, unlogged */
+	if (!qp->rq_logged)	/* SRQ or XRC: the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->rq_lock);
