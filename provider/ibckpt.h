@@ -215,7 +215,7 @@ struct ibckpt_qp {
 	struct ibckpt_context *ctx;
 	struct ibckpt_srq *srq;
 	struct ibckpt_xrcd *xrcd;		/* XRC target QPs */
-	bool opened;				/* by ibv_open_qp(): not ours to log */
+	bool opened;				/* by ibv_open_qp(), not created (snapshots) */
 	bool rq_logged;				/* its own receive queue, in rq */
 	struct ibckpt_obj obj;
 	struct ibckpt_spinlock sq_lock;		/* sq log */
