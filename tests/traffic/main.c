@@ -73,13 +73,13 @@ void tprint_stats(const struct tctx *t, const char *what)
 
 	printf("{\"event\":\"%s\",\"role\":\"%s\",\"pid\":%d,\"qps\":%d,\"sends\":%llu,"
 	       "\"writes\":%llu,\"reads\":%llu,\"atomics\":%llu,\"ud\":%llu,\"acks\":%llu,"
-	       "\"rx_msgs\":%llu,\"rx_ud\":%llu,\"errors\":%llu}\n",
+	       "\"rx_msgs\":%llu,\"rx_ud\":%llu,\"unanswered\":%llu,\"errors\":%llu}\n",
 	       what, t->o.server ? "server" : "client", (int)getpid(), t->o.nqp,
 	       (unsigned long long)s->sends, (unsigned long long)s->writes,
 	       (unsigned long long)s->reads, (unsigned long long)s->atomics,
 	       (unsigned long long)s->ud, (unsigned long long)s->acks,
 	       (unsigned long long)s->rx_msgs, (unsigned long long)s->rx_ud,
-	       (unsigned long long)s->errors);
+	       (unsigned long long)s->unanswered, (unsigned long long)s->errors);
 	fflush(stdout);
 }
 
@@ -215,14 +215,16 @@ static void usage(int rc)
 	fprintf(rc ? stderr : stdout,
 		"usage: ibtraffic -s|-c HOST [-d DEV] [-g GID_INDEX] [-i IB_PORT] [-p TCP_PORT]\n"
 		"                 [-q QPS] [-w WINDOW] [-m MSG_SIZE] [-t SECONDS] [-n OPS]\n"
-		"                 [-P PROGRESS_SECONDS] [-Q]\n"
+		"                 [-P PROGRESS_SECONDS] [-L N] [-Q]\n"
 		"  -s            server: receive, verify, acknowledge (sleeps on CQ events)\n"
 		"  -c HOST       client: drive traffic, busy-polling (HOST: the side channel)\n"
 		"  -q QPS        RC QPs (default 8); -w data messages in flight per QP (16)\n"
 		"  -m MSG_SIZE   bytes per message buffer, multiple of 64, 128..8192 (1024)\n"
 		"  -t SECONDS    client: stop after this long; -n OPS: after this many ops\n"
 		"                (default: until SIGINT or SIGTERM)\n"
-		"  -P SECONDS    print a progress line (JSON) this often\n");
+		"  -P SECONDS    print a progress line (JSON) this often\n"
+		"  -L N          client: fetch-and-adds tolerated completing without their\n"
+		"                result, soft-RoCE's defect (default 2; 0: none)\n");
 	exit(rc);
 }
 
@@ -231,8 +233,8 @@ static int parse(int argc, char **argv, struct topts *o)
 	int c;
 
 	*o = (struct topts){ .dev = "rxe0", .ib_port = 1, .tcp_port = 18515, .nqp = 8,
-			     .window = 16, .msg_size = 1024 };
-	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:Qh")) != -1) {
+			     .window = 16, .msg_size = 1024, .max_unanswered = 2 };
+	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:L:Qh")) != -1) {
 		switch (c) {
 		case 's': o->server = true; break;
 		case 'c': o->host = optarg; break;
@@ -246,6 +248,7 @@ static int parse(int argc, char **argv, struct topts *o)
 		case 't': o->duration = atof(optarg); break;
 		case 'n': o->count = strtoull(optarg, NULL, 0); break;
 		case 'P': o->progress = atof(optarg); break;
+		case 'L': o->max_unanswered = strtoull(optarg, NULL, 0); break;
 		case 'Q': o->quiet = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);

@@ -47,11 +47,13 @@ struct topts {
 	uint64_t count;		/* client: stop after this many operations, 0 = no limit */
 	double progress;	/* seconds between progress lines, 0 = none */
 	bool quiet;
+	uint64_t max_unanswered;	/* client: atomics tolerated without a result (-L) */
 };
 
 /* Per-process counters; the final line prints them as JSON. */
 struct tstats {
 	uint64_t sends, writes, reads, atomics, ud;	/* completed by the client */
+	uint64_t unanswered;		/* of the atomics, completed without their result */
 	uint64_t acks;					/* ACK messages seen or sent */
 	uint64_t rx_msgs, rx_ud;			/* verified by the server */
 	uint64_t errors;
@@ -193,5 +195,16 @@ int trecv_all(int fd, void *p, size_t len);
 
 /* ack.c: the client takes an ACK the server sent on QP p (0, or -1 out of range). */
 int tack_take(struct tctx *t, struct tqp *p, const struct tmsg *m);
+
+/* atomic.c: the client's verdict on a completed fetch-and-add */
+enum tatomic_verdict {
+	TATOMIC_OK,		/* fetched the value expected */
+	TATOMIC_UNANSWERED,	/* no result ever written; tolerated (see atomic.c) */
+	TATOMIC_LATE,		/* the result was written after the completion came */
+	TATOMIC_WRONG,		/* a lost or duplicated add */
+	TATOMIC_TOO_MANY,	/* unanswered, beyond what is tolerated */
+};
+enum tatomic_verdict tatomic_verdict(struct tctx *t, uint64_t at_completion, uint64_t later,
+				     uint64_t expect);
 
 #endif

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The client's ACK bookkeeping (ack.c), under ASan + UBSan. */
+/* The client's bookkeeping of ACKs (ack.c) and fetch-and-adds (atomic.c), under ASan + UBSan. */
 #include <string.h>
 #include "traffic.h"
-#define UNIT_SUITE "traffic/ack"
+#define UNIT_SUITE "traffic/client"
 #include "../unit/unit.h"
 
 static struct tmsg ack(uint64_t n, uint64_t ud)
@@ -66,9 +66,34 @@ static void one_qp_never_goes_back(void)
 	CHECK_EQ(t.ud_ack, 10);
 }
 
+/*
+ * A fetch-and-add fetches the count before it; a result written late is an
+ * error; one never written is soft-RoCE's defect, tolerated -L times.
+ */
+static void atomic_verdicts(void)
+{
+	struct tctx t;
+	const uint64_t P = UINT64_MAX;	/* the poison */
+
+	memset(&t, 0, sizeof(t));
+	t.o.max_unanswered = 2;
+	CHECK_EQ(tatomic_verdict(&t, 7, 7, 7), TATOMIC_OK);
+	CHECK_EQ(tatomic_verdict(&t, 6, 6, 7), TATOMIC_WRONG);
+	CHECK_EQ(tatomic_verdict(&t, 8, 8, 7), TATOMIC_WRONG);
+	CHECK_EQ(tatomic_verdict(&t, P, 7, 7), TATOMIC_LATE);
+	CHECK_EQ(t.st.unanswered, 0);
+	CHECK_EQ(tatomic_verdict(&t, P, P, 7), TATOMIC_UNANSWERED);
+	CHECK_EQ(tatomic_verdict(&t, P, P, 9), TATOMIC_UNANSWERED);
+	CHECK_EQ(tatomic_verdict(&t, P, P, 11), TATOMIC_TOO_MANY);
+	CHECK_EQ(t.st.unanswered, 3);
+	memset(&t, 0, sizeof(t));	/* -L 0: strict */
+	CHECK_EQ(tatomic_verdict(&t, P, P, 7), TATOMIC_TOO_MANY);
+}
+
 int main(void)
 {
 	RUN(acks_of_two_qps_may_cross);
 	RUN(one_qp_never_goes_back);
+	RUN(atomic_verdicts);
 	return unit_done();
 }
