@@ -197,7 +197,8 @@ struct ibckpt_qpx {
 	struct ibv_send_wr *wr;			/* max slots */
 	struct ibv_sge *sge;			/* max_sge per slot (at least one) */
 	uint8_t *inl;				/* max_inline bytes per slot */
-	uint32_t n, max, max_sge, max_inline;
+	uint8_t *hdr;				/* TSO: max_hdr bytes per slot */
+	uint32_t n, max, max_sge, max_inline, max_hdr;
 	uint32_t atomic_writes;			/* of the n */
 	int err;				/* first error since wr_start */
 	struct ibv_send_wr scratch;		/* absorbs setters after an error */
@@ -376,7 +377,8 @@ int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t li
 
 /* qp_ex.c: the ibv_wr_* API on shadow QPs */
 int ibckpt_qpx_check(uint64_t flags);
-int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap);
+int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap,
+		    uint32_t max_tso_header);
 void ibckpt_qpx_free(struct ibckpt_qpx *s);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */

@@ -96,7 +96,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     ibckpt_qpx_check(attr->send_ops_flags))) {
-		/* RSS, TSO post-send ops, ...: not stacked yet. */
+		/* RSS, newer post-send ops, ...: not stacked yet. */
 		ibckpt_dbg("create_qp: comp_mask %#x send_ops_flags %#llx not stacked",
 			   attr->comp_mask, (unsigned long long)attr->send_ops_flags);
 		errno = EOPNOTSUPP;
@@ -132,8 +132,12 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	if (!err && qp->rq_logged)
 		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
 					ra.cap.max_recv_sge, 0, false);
+	if (!err && !tgt && (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER))
+		err = ibckpt_wrlog_init_tso(&qp->sq, attr->max_tso_header);
 	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
-		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap);
+		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap,
+				      attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER ?
+				      attr->max_tso_header : 0);
 	if (!err && !tgt) {	/* a target's completions are its SRQs' (srq.c) */
 		ibckpt_spin_lock(&ctx->qpn_lock);
 		err = ibckpt_vidmap_insert(&ctx->qpns, qp->real->qp_num, qp->real->qp_num, qp,
@@ -374,6 +378,11 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 		return ibv_post_send(qp->real, wr, bad);
 	for (w = wr; w; w = w->next) {
 		err = ibckpt_wrlog_send_fast(&qp->sq, w);
+		if (!err && w->opcode == IBV_WR_TSO) {	/* its header, copied */
+			err = ibckpt_wrlog_tso(&qp->sq, w);
+			if (err)
+				ibckpt_wrlog_unpost(&qp->sq, 1);
+		}
 		if (err)
 			break;
 		if (type == IBV_QPT_XRC_SEND)

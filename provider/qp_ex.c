@@ -23,9 +23,10 @@
 #include "ibckpt.h"
 
 /*
- * What maps onto struct ibv_send_wr, and atomic write (staged with its 8
- * bytes in wr.atomic.swap, posted through the vendor's ibv_wr_* API: see
- * ibckpt_post_send_staged()). Not TSO.
+ * What maps onto struct ibv_send_wr (TSO too: its header copied into the
+ * staging area), and atomic write (staged with its 8 bytes in
+ * wr.atomic.swap, posted through the vendor's ibv_wr_* API: see
+ * ibckpt_post_send_staged()).
  */
 #define IBCKPT_SEND_OPS							\
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
@@ -33,7 +34,7 @@
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |	\
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |	\
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |		\
-	 IBV_QP_EX_WITH_ATOMIC_WRITE)
+	 IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_TSO)
 
 static inline struct ibckpt_qp *to_iqp_ex(struct ibv_qp_ex *x)
 {
@@ -134,6 +135,26 @@ static void qpx_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t re
 	w->wr.atomic.rkey = rkey;
 	w->wr.atomic.remote_addr = remote_addr;
 	w->wr.atomic.compare_add = add;
+}
+
+/* The header is the caller's until this returns: copied, like inline data. */
+static void qpx_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	struct ibckpt_qpx *s = to_iqp_ex(x)->qpx;
+	struct ibv_send_wr *w = new_wr(x, IBV_WR_TSO);
+	uint8_t *copy;
+
+	if (w == &s->scratch)
+		return;
+	if (hdr_sz > s->max_hdr) {
+		s->err = EINVAL;
+		return;
+	}
+	copy = &s->hdr[(size_t)(s->n - 1) * s->max_hdr];
+	memcpy(copy, hdr, hdr_sz);
+	w->tso.hdr = copy;
+	w->tso.hdr_sz = hdr_sz;
+	w->tso.mss = mss;
 }
 
 static void qpx_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr,
@@ -273,7 +294,7 @@ static void qpx_abort(struct ibv_qp_ex *x)
  * ibckpt_qpx_check() - can the shadow serve these send_ops_flags?
  * @flags: IBV_QP_EX_WITH_* the application asks for
  *
- * Return: 0, or EOPNOTSUPP for TSO and anything newer.
+ * Return: 0, or EOPNOTSUPP for anything newer than rdma-core 44's.
  */
 int ibckpt_qpx_check(uint64_t flags)
 {
@@ -285,10 +306,12 @@ int ibckpt_qpx_check(uint64_t flags)
  * @qp: the shadow, created with these send queue capabilities
  * @flags: send_ops_flags, already checked by ibckpt_qpx_check()
  * @cap: what the vendor granted
+ * @max_tso_header: the QP's max_tso_header, 0 if not given
  *
  * Return: 0 or ENOMEM.
  */
-int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap)
+int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap,
+		    uint32_t max_tso_header)
 {
 	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
 	struct ibckpt_qpx *s = calloc(1, sizeof(*s));
@@ -303,8 +326,10 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 	s->wr = calloc(slots, sizeof(*s->wr));
 	s->sge = calloc(slots * (s->max_sge ? s->max_sge : 1), sizeof(*s->sge));
 	s->inl = s->max_inline ? calloc(slots, s->max_inline) : NULL;
+	s->max_hdr = max_tso_header;
+	s->hdr = s->max_hdr ? calloc(slots, s->max_hdr) : NULL;
 	s->scratch.sg_list = &s->scratch_sge;
-	if (!s->wr || !s->sge || (s->max_inline && !s->inl)) {
+	if (!s->wr || !s->sge || (s->max_inline && !s->inl) || (s->max_hdr && !s->hdr)) {
 		ibckpt_qpx_free(s);
 		return ENOMEM;
 	}
@@ -331,6 +356,7 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 	OP(IBV_QP_EX_WITH_BIND_MW, wr_bind_mw, qpx_bind_mw);
 	OP(IBV_QP_EX_WITH_SEND_WITH_INV, wr_send_inv, qpx_send_inv);
 	OP(IBV_QP_EX_WITH_ATOMIC_WRITE, wr_atomic_write, qpx_atomic_write);
+	OP(IBV_QP_EX_WITH_TSO, wr_send_tso, qpx_send_tso);
 #undef OP
 	qp->vqp.comp_mask |= VERBS_QP_EX;
 	return 0;
@@ -343,5 +369,6 @@ void ibckpt_qpx_free(struct ibckpt_qpx *s)
 	free(s->wr);
 	free(s->sge);
 	free(s->inl);
+	free(s->hdr);
 	free(s);
 }

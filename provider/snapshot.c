@@ -37,6 +37,7 @@ static uint64_t pinned_bytes(void)
 
 _Static_assert(IBV_WR_BIND_MW == IBCKPT_SNAP_WR_BIND_MW, "uapi names verbs' bind opcode");
 _Static_assert(IBV_SRQT_XRC == IBCKPT_SNAP_SRQT_XRC, "uapi names verbs' XRC SRQ type");
+_Static_assert(IBV_WR_TSO == IBCKPT_SNAP_WR_TSO, "uapi names verbs' TSO opcode");
 
 static uint32_t id_of_pd(struct ibv_pd *pd)
 {
@@ -142,13 +143,15 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 	uint32_t i, k;
 
 	for (i = 0; (e = ibckpt_wrlog_at(log, i, &sge, &inl)) != NULL; i++) {
+		bool tso = wq == IBCKPT_SNAP_WQ_SEND && e->opcode == IBV_WR_TSO;
 		size_t len;
 		struct ibckpt_snap_wr *r;
 		struct ibckpt_snap_sge *s;
 
 		if (e->retired)
 			continue;
-		len = sizeof(*r) + e->num_sge * sizeof(*s) + e->inline_len;
+		len = sizeof(*r) + e->num_sge * sizeof(*s) + e->inline_len +
+		      (tso ? e->tso.hdr_sz : 0);
 		r = snapw_add(w, IBCKPT_SNAP_WR, len);
 		if (!r)
 			return;
@@ -196,6 +199,14 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 		}
 		if (e->inline_len)
 			memcpy(&s[e->num_sge], inl, e->inline_len);
+		if (tso) {	/* uapi: the header's size and the MSS, its bytes last */
+			r->remote_addr = 0;
+			r->rkey = 0;
+			r->compare_add = e->tso.hdr_sz;
+			r->swap = e->tso.mss;
+			memcpy((uint8_t *)&s[e->num_sge] + e->inline_len,
+			       ibckpt_wrlog_tso_hdr(log, e), e->tso.hdr_sz);
+		}
 	}
 }
 

@@ -44,9 +44,38 @@ void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log)
 	free(log->wr);
 	free(log->sge);
 	free(log->inline_buf);
+	free(log->hdr_buf);
 	log->wr = NULL;
 	log->sge = NULL;
 	log->inline_buf = NULL;
+	log->hdr_buf = NULL;
+}
+
+int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr)
+{
+	log->hdr_buf = max_hdr ? calloc(log->size, max_hdr) : NULL;
+	if (max_hdr && !log->hdr_buf)
+		return ENOMEM;
+	log->max_hdr = max_hdr;
+	return 0;
+}
+
+int ibckpt_wrlog_tso(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
+{
+	uint32_t idx = (log->tail - 1) & (log->size - 1);
+	struct ibckpt_wr *e = &log->wr[idx];
+
+	if (wr->tso.hdr_sz > log->max_hdr)
+		return EINVAL;
+	memcpy(&log->hdr_buf[(size_t)idx * log->max_hdr], wr->tso.hdr, wr->tso.hdr_sz);
+	e->tso.hdr_sz = wr->tso.hdr_sz;
+	e->tso.mss = wr->tso.mss;
+	return 0;
+}
+
+const uint8_t *ibckpt_wrlog_tso_hdr(const struct ibckpt_wrlog *log, const struct ibckpt_wr *e)
+{
+	return log->hdr_buf ? &log->hdr_buf[(size_t)(e - log->wr) * log->max_hdr] : NULL;
 }
 
 static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)

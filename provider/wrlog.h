@@ -50,14 +50,21 @@ enum ibckpt_wrlog_kind {
 /*
  * One logged request, its opcode's fields as posted: 'wr' for RDMA, atomics
  * and UD (UD's ah is the application's, a shadow), 'bind_mw' for
- * IBV_WR_BIND_MW (the window and MR are shadows too). Fields a receive does
- * not use stay zero.
+ * IBV_WR_BIND_MW (the window and MR are shadows too), 'tso' for IBV_WR_TSO
+ * (UD's fields as in 'wr', then the header's size and the MSS; the header's
+ * bytes are in the log's header area). Fields a receive does not use stay
+ * zero.
  */
 struct ibckpt_wr {
 	uint64_t wr_id;
 	union {
 		__typeof__(((struct ibv_send_wr *)0)->wr) wr;
 		__typeof__(((struct ibv_send_wr *)0)->bind_mw) bind_mw;
+		struct {
+			__typeof__(((struct ibv_send_wr *)0)->wr.ud) ud;
+			uint16_t hdr_sz;
+			uint16_t mss;
+		} tso;
 	};
 	uint32_t imm_data;		/* network order, as posted */
 	uint32_t send_flags;		/* IBV_SEND_SIGNALED added if sq_sig_all */
@@ -76,9 +83,11 @@ struct ibckpt_wrlog {
 	struct ibckpt_wr *wr;		/* ring of 'size' slots */
 	struct ibv_sge *sge;		/* max_sge per slot */
 	uint8_t *inline_buf;		/* max_inline per slot */
+	uint8_t *hdr_buf;		/* send queue with TSO: max_hdr per slot */
 	uint32_t size;			/* power of two */
 	uint32_t max_sge;
 	uint32_t max_inline;
+	uint32_t max_hdr;
 	uint32_t head;			/* oldest unsettled slot (free-running) */
 	uint32_t tail;			/* next free slot (free-running) */
 	uint32_t holes;			/* SRQ: retired slots between head and tail */
@@ -95,6 +104,16 @@ struct ibckpt_wrlog {
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 		      uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, bool sq_sig_all);
 void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log);
+
+/* A send queue that takes TSO requests: room for headers of max_hdr bytes. 0 or ENOMEM. */
+int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr);
+
+/*
+ * The newest slot, just logged from the TSO request wr: its header's size,
+ * MSS and bytes (the application may reuse the header once post returns).
+ * EINVAL if the header does not fit.
+ */
+int ibckpt_wrlog_tso(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr);
 
 /* Slots between head and tail: live ones, and completed ones not settled yet. */
 static inline uint32_t ibckpt_wrlog_count(const struct ibckpt_wrlog *log)
@@ -269,5 +288,8 @@ static inline int ibckpt_wrlog_post_recv(struct ibckpt_wrlog *log, void *real,
  */
 const struct ibckpt_wr *ibckpt_wrlog_at(const struct ibckpt_wrlog *log, uint32_t i,
 					const struct ibv_sge **sge, const uint8_t **inline_data);
+
+/* The header of a logged TSO request, by the slot ibckpt_wrlog_at() gave. */
+const uint8_t *ibckpt_wrlog_tso_hdr(const struct ibckpt_wrlog *log, const struct ibckpt_wr *e);
 
 #endif

@@ -48,13 +48,15 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 /* A WR record carries its SGEs and inline bytes after the fixed part. */
 static int check_wr(const struct ibckpt_snap_wr *w, size_t len, char *err, size_t errlen)
 {
+	bool tso = w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_TSO;
 	uint64_t need = sizeof(*w) + (uint64_t)w->num_sge * sizeof(struct ibckpt_snap_sge) +
-			w->inline_len;
+			w->inline_len + (tso ? w->compare_add : 0);
 
-	if (w->num_sge > 1024 || need > len)
-		return bad(err, errlen, "work request %#" PRIx64 ": %u SGEs and %u inline bytes "
-			   "do not fit its %zu-byte record", (uint64_t)w->wr_id, w->num_sge,
-			   w->inline_len, len);
+	if (w->num_sge > 1024 || (tso && w->compare_add > 0xffff) || need > len)
+		return bad(err, errlen, "work request %#" PRIx64 ": %u SGEs, %u inline bytes "
+			   "and a %" PRIu64 "-byte TSO header do not fit its %zu-byte record",
+			   (uint64_t)w->wr_id, w->num_sge, w->inline_len,
+			   tso ? (uint64_t)w->compare_add : 0, len);
 	if (w->wq < IBCKPT_SNAP_WQ_SEND || w->wq > IBCKPT_SNAP_WQ_SRQ)
 		return bad(err, errlen, "work request %#" PRIx64 ": unknown queue kind %u",
 			   (uint64_t)w->wr_id, w->wq);
@@ -229,6 +231,9 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 				(uint32_t)w->swap);
 		if (w->xrc_remote_srqn)
 			fprintf(f, " to srqn %#x", w->xrc_remote_srqn);
+		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_TSO)
+			fprintf(f, " tso header %u mss %u", (uint32_t)w->compare_add,
+				(uint32_t)w->swap);
 		fputc('\n', f);
 		break;
 	}
@@ -381,6 +386,9 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 			fprintf(f, "%s{\"addr\":%" PRIu64 ",\"length\":%u,\"lkey\":%u}",
 				i ? "," : "", (uint64_t)sg[i].addr, sg[i].length, sg[i].lkey);
 		fputc(']', f);
+		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_TSO)
+			fprintf(f, ",\"tso\":{\"header\":%u,\"mss\":%u}", (uint32_t)w->compare_add,
+				(uint32_t)w->swap);
 		if (w->wq == IBCKPT_SNAP_WQ_SEND && w->opcode == IBCKPT_SNAP_WR_BIND_MW)
 			fprintf(f, ",\"bind\":{\"mw\":%u,\"mr\":%u,\"addr\":%" PRIu64
 				",\"length\":%" PRIu64 ",\"access\":%u}", w->ud_ah,

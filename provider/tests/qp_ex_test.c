@@ -58,7 +58,7 @@ static struct ibckpt_qp *make_qp(uint64_t flags)
 
 	memset(&qp, 0, sizeof(qp));
 	memset(&posted, 0, sizeof(posted));
-	CHECK_EQ(ibckpt_qpx_init(&qp, flags, &cap), 0);
+	CHECK_EQ(ibckpt_qpx_init(&qp, flags, &cap, 64), 0);
 	CHECK(qp.vqp.comp_mask & VERBS_QP_EX);
 	return &qp;
 }
@@ -72,7 +72,8 @@ static struct ibckpt_qp *make_qp(uint64_t flags)
 static void only_what_maps_onto_a_send_wr(void)
 {
 	CHECK_EQ(ibckpt_qpx_check(ALL), 0);
-	CHECK_EQ(ibckpt_qpx_check(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO), EOPNOTSUPP);
+	CHECK_EQ(ibckpt_qpx_check(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO), 0);
+	CHECK_EQ(ibckpt_qpx_check(1ull << 20), EOPNOTSUPP);	/* newer than rdma-core 44 */
 	CHECK_EQ(ibckpt_qpx_check(IBV_QP_EX_WITH_ATOMIC_WRITE), 0);
 
 	struct ibckpt_qp *qp = make_qp(IBV_QP_EX_WITH_SEND);
@@ -230,6 +231,33 @@ static void atomic_write_is_staged(void)
 	ibckpt_qpx_free(qp->qpx);
 }
 
+/* A TSO header is copied when the request is built; one too large fails the batch. */
+static void tso_is_staged(void)
+{
+	struct ibckpt_qp *qp = make_qp(IBV_QP_EX_WITH_TSO);
+	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
+	uint8_t hdr[54], big[65];
+
+	memset(hdr, 0x42, sizeof(hdr));
+	ibv_wr_start(x);
+	x->wr_id = 8;
+	ibv_wr_send_tso(x, hdr, sizeof(hdr), 1448);
+	ibv_wr_set_sge(x, 1, 0x10000, 9000);
+	memset(hdr, 0, sizeof(hdr));		/* copied when built */
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.n, 1);
+	CHECK_EQ(posted.wr[0].opcode, IBV_WR_TSO);
+	CHECK_EQ(posted.wr[0].tso.hdr_sz, 54);
+	CHECK_EQ(posted.wr[0].tso.mss, 1448);
+	CHECK(posted.wr[0].tso.hdr != hdr);
+	CHECK_EQ(((uint8_t *)posted.wr[0].tso.hdr)[53], 0x42);
+	ibv_wr_start(x);
+	ibv_wr_send_tso(x, big, sizeof(big), 1448);	/* max_tso_header is 64 */
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	CHECK_EQ(posted.calls, 1);
+	ibckpt_qpx_free(qp->qpx);
+}
+
 int main(void)
 {
 	RUN(only_what_maps_onto_a_send_wr);
@@ -237,5 +265,6 @@ int main(void)
 	RUN(errors_post_nothing);
 	RUN(xrc_srqn_is_posted);
 	RUN(atomic_write_is_staged);
+	RUN(tso_is_staged);
 	return unit_done();
 }

@@ -2,8 +2,8 @@
 /*
  * The whole provider stacked on a fake vendor, under ASan + UBSan: the verbs
  * rxe on Debian's 6.1 kernel lacks, so that the VM can only show ibckpt
- * giving rxe's own error (XRC, atomic write through ibv_wr_*), and the
- * LID/GID translation that only a restart sets up.
+ * giving rxe's own error (XRC, atomic write through ibv_wr_*, TSO on raw
+ * packet QPs), and the LID/GID translation that only a restart sets up.
  *
  * The provider's sources are linked in whole; the vendor is a verbs_context
  * whose ops are the fakes below, and the libibverbs calls that would need a
@@ -828,6 +828,70 @@ static void addresses_are_translated(void)
 	app_fini();
 }
 
+/*
+ * TSO on a raw packet QP: the vendor gets the request as posted, the log and
+ * the snapshot keep the header (the application may reuse it at once).
+ */
+static void tso_headers_are_logged(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RAW_PACKET,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER,
+		.pd = &pd.ibv_pd, .max_tso_header = 64,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	uint8_t hdr[54];
+	struct ibv_sge sge = { .addr = 0x10000, .length = 9000, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_TSO,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	const struct ibckpt_snap_wr *rw;
+	void *buf;
+
+	CHECK(q != NULL);
+	CHECK_EQ(v.qp_attr.max_tso_header, 64);
+	memset(hdr, 0x42, sizeof(hdr));
+	wr.tso.hdr = hdr;
+	wr.tso.hdr_sz = sizeof(hdr);
+	wr.tso.mss = 1448;
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.opcode, IBV_WR_TSO);
+	CHECK(v.send.tso.hdr == hdr);		/* the vendor copies it while posting */
+	CHECK_EQ(v.send.tso.mss, 1448);
+	memset(hdr, 0, sizeof(hdr));		/* reused */
+	buf = snapshot();
+	rw = snap_find_wr(buf, IBCKPT_SNAP_WR, to_iqp(q)->obj.id, 5);
+	CHECK(rw != NULL);
+	if (rw) {
+		const uint8_t *h = (const uint8_t *)(rw + 1) + sizeof(struct ibckpt_snap_sge);
+
+		CHECK_EQ(rw->opcode, IBCKPT_SNAP_WR_TSO);
+		CHECK_EQ(rw->compare_add, 54);
+		CHECK_EQ(rw->swap, 1448);
+		CHECK_EQ(h[0], 0x42);
+		CHECK_EQ(h[53], 0x42);
+	}
+	free(buf);
+	/* a header larger than max_tso_header is refused before the vendor sees it */
+	{
+		uint8_t big[65];
+
+		wr.tso.hdr = big;
+		wr.tso.hdr_sz = sizeof(big);
+		v.send.wr_id = 0;
+		CHECK_EQ(ibckpt_post_send(q, &wr, &bad), EINVAL);
+		CHECK(bad == &wr);
+		CHECK_EQ(v.send.wr_id, 0);
+		CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);
+	}
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
 /* What is not stacked, or what the vendor refuses, fails as the vendor would. */
 static void refusals(void)
 {
@@ -864,6 +928,7 @@ int main(void)
 	RUN(snapshot_names_xrc);
 	RUN(atomic_writes_reach_the_vendor_api);
 	RUN(addresses_are_translated);
+	RUN(tso_headers_are_logged);
 	RUN(refusals);
 	return unit_done();
 }

@@ -518,6 +518,37 @@ static void signaled_numbers_follow_unpost_and_flush(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/* A TSO request keeps its header (the buffer may be reused), its size and MSS. */
+static void tso_header_is_copied(void)
+{
+	struct ibckpt_wrlog log;
+	uint8_t hdr[40], big[80];
+	struct ibv_sge sge = { 0x1000, 9000, 1 };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_TSO, .send_flags = IBV_SEND_SIGNALED };
+	const struct ibckpt_wr *e;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	CHECK_EQ(ibckpt_wrlog_init_tso(&log, 64), 0);
+	memset(hdr, 0x5a, sizeof(hdr));
+	wr.tso.hdr = hdr;
+	wr.tso.hdr_sz = sizeof(hdr);
+	wr.tso.mss = 1448;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	CHECK_EQ(ibckpt_wrlog_tso(&log, &wr), 0);
+	memset(hdr, 0, sizeof(hdr));			/* reused after the post */
+	e = ibckpt_wrlog_at(&log, 0, NULL, NULL);
+	CHECK(e != NULL);
+	CHECK_EQ(e->tso.hdr_sz, 40);
+	CHECK_EQ(e->tso.mss, 1448);
+	CHECK_EQ(ibckpt_wrlog_tso_hdr(&log, e)[39], 0x5a);
+	wr.tso.hdr = big;				/* more than max_tso_header */
+	wr.tso.hdr_sz = sizeof(big);
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	CHECK_EQ(ibckpt_wrlog_tso(&log, &wr), EINVAL);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -537,5 +568,6 @@ int main(void)
 	RUN(poster_and_poller_race);
 	RUN(reset_forgets_all);
 	RUN(signaled_numbers_follow_unpost_and_flush);
+	RUN(tso_header_is_copied);
 	return unit_done();
 }

@@ -296,6 +296,37 @@ static void xrc_records_are_printed(void)
 	snapw_free(&w);
 }
 
+/* A TSO request's header follows its inline bytes; one that overruns is refused. */
+static void tso_header_is_printed_and_bounded(void)
+{
+	struct snap_writer w;
+	struct ibckpt_snap_wr *r;
+	char *out, err[256] = "";
+
+	snapw_init(&w, 5, 1);
+	r = snapw_add(&w, IBCKPT_SNAP_WR, sizeof(*r) + 40);
+	r->wr_id = 1;
+	r->owner = 6;
+	r->wq = IBCKPT_SNAP_WQ_SEND;
+	r->opcode = IBCKPT_SNAP_WR_TSO;
+	r->compare_add = 40;
+	r->swap = 1448;
+	CHECK_EQ(snapw_finish(&w), 0);
+	CHECK_EQ(validate(&w, err), 0);
+	out = printed(w.buf, true);
+	CHECK(strstr(out, "\"tso\":{\"header\":40,\"mss\":1448}") != NULL);
+	free(out);
+	out = printed(w.buf, false);
+	CHECK(strstr(out, " tso header 40 mss 1448\n") != NULL);
+	free(out);
+	r = (struct ibckpt_snap_wr *)((char *)w.buf + sizeof(struct ibckpt_snap_hdr) +
+				      sizeof(struct ibckpt_snap_rec));
+	r->compare_add = 48;			/* past the record's 40 bytes */
+	CHECK_EQ(validate(&w, err), -1);
+	CHECK(strstr(err, "48-byte TSO header do not fit") != NULL);
+	snapw_free(&w);
+}
+
 int main(void)
 {
 	RUN(accepts_what_the_writer_builds);
@@ -308,5 +339,6 @@ int main(void)
 	RUN(memory_windows_and_binds_are_printed);
 	RUN(extended_cq_and_qp_are_printed);
 	RUN(xrc_records_are_printed);
+	RUN(tso_header_is_printed_and_bounded);
 	return unit_done();
 }

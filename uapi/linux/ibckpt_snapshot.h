@@ -272,11 +272,16 @@ enum ibckpt_snap_wq {
  * An atomic write (@opcode 15, IBV_WR_ATOMIC_WRITE) built with
  * ibv_wr_atomic_write() carries the 8 bytes it writes in @swap.
  *
+ * A TSO request (@opcode IBCKPT_SNAP_WR_TSO) carries its header's size in
+ * @compare_add and its MSS in @swap; the header's bytes follow the inline
+ * payload, and @len of the record covers them too.
+ *
  * An AH, window or MR handle of 0 in a WR record means that object was
  * destroyed while the request was still logged (an unsignaled request
  * completes silently, so its log entry can outlive what it names).
  */
 #define IBCKPT_SNAP_WR_BIND_MW	8	/* IBV_WR_BIND_MW */
+#define IBCKPT_SNAP_WR_TSO	10	/* IBV_WR_TSO */
 
 struct ibckpt_snap_wr {
 	__u64 wr_id;
