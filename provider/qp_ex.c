@@ -150,8 +150,9 @@ static void qpx_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16
 		s->err = EINVAL;
 		return;
 	}
-	copy = &s->hdr[(size_t)(s->n - 1) * s->max_hdr];
-	memcpy(copy, hdr, hdr_sz);
+	copy = hdr_sz ? &s->hdr[(size_t)(s->n - 1) * s->max_hdr] : NULL;
+	if (hdr_sz)
+		memcpy(copy, hdr, hdr_sz);
 	w->tso.hdr = copy;
 	w->tso.hdr_sz = hdr_sz;
 	w->tso.mss = mss;

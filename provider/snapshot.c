@@ -204,8 +204,9 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
 			r->rkey = 0;
 			r->compare_add = e->tso.hdr_sz;
 			r->swap = e->tso.mss;
-			memcpy((uint8_t *)&s[e->num_sge] + e->inline_len,
-			       ibckpt_wrlog_tso_hdr(log, e), e->tso.hdr_sz);
+			if (e->tso.hdr_sz)
+				memcpy((uint8_t *)&s[e->num_sge] + e->inline_len,
+				       ibckpt_wrlog_tso_hdr(log, e), e->tso.hdr_sz);
 		}
 	}
 }

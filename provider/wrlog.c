@@ -67,7 +67,8 @@ int ibckpt_wrlog_tso(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 
 	if (wr->tso.hdr_sz > log->max_hdr)
 		return EINVAL;
-	memcpy(&log->hdr_buf[(size_t)idx * log->max_hdr], wr->tso.hdr, wr->tso.hdr_sz);
+	if (wr->tso.hdr_sz)
+		memcpy(&log->hdr_buf[(size_t)idx * log->max_hdr], wr->tso.hdr, wr->tso.hdr_sz);
 	e->tso.hdr_sz = wr->tso.hdr_sz;
 	e->tso.mss = wr->tso.mss;
 	return 0;

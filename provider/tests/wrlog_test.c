@@ -547,6 +547,13 @@ static void tso_header_is_copied(void)
 	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
 	CHECK_EQ(ibckpt_wrlog_tso(&log, &wr), EINVAL);
 	ibckpt_wrlog_destroy(&log);
+	/* a queue without max_tso_header takes a TSO request without a header */
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 4, 1, 0, false), 0);
+	wr.tso.hdr = NULL;
+	wr.tso.hdr_sz = 0;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);
+	CHECK_EQ(ibckpt_wrlog_tso(&log, &wr), 0);
+	ibckpt_wrlog_destroy(&log);
 }
 
 int main(void)
