@@ -258,10 +258,8 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibv_qp_attr ra, *va = attr;
 	int ret;
-
-	struct ibv_qp_attr ra;
-	struct ibv_qp_attr *va = attr;
 
 	/* Address vectors name virtual addresses (addr.h): the vendor gets real ones. */
 	if (mask & (IBV_QP_AV | IBV_QP_ALT_PATH)) {
@@ -282,7 +280,7 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		if (reset)
 			ibckpt_wrlog_reset(&qp->sq);
 		ibckpt_spin_unlock(&qp->sq_lock);
-		if (reset && !qp->srq) {
+		if (reset && qp->rq_logged) {
 			ibckpt_spin_lock(&qp->rq_lock);
 			ibckpt_wrlog_reset(&qp->rq);
 			ibckpt_spin_unlock(&qp->rq_lock);
@@ -587,7 +585,7 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc)
 		ibckpt_spin_lock(&qp->srq->lock);
 		ibckpt_wrlog_complete(&qp->srq->rq, wc->wr_id, ok);
 		ibckpt_spin_unlock(&qp->srq->lock);
-	} else if (qp->rq.wr) {
+	} else if (qp->rq_logged) {
 		ibckpt_wrlog_done(&qp->rq);
 	}
 }

@@ -285,7 +285,7 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 	}
 	/* Queues without a log (SRQ, XRC) hold nothing of ours. */
 	r->n_send_wr = qp->sq.wr ? (uint32_t)ibckpt_wrlog_live(&qp->sq) : 0;
-	r->n_recv_wr = qp->rq.wr ? (uint32_t)ibckpt_wrlog_live(&qp->rq) : 0;
+	r->n_recv_wr = qp->rq_logged ? (uint32_t)ibckpt_wrlog_live(&qp->rq) : 0;
 	r->n_modify = qp->hist.calls;
 	/* r is invalid once more records are added */
 	add_wrs(w, ls, &qp->sq, qp->obj.id, IBCKPT_SNAP_WQ_SEND, ud);
