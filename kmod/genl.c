@@ -4,6 +4,7 @@
  * ibckpt CLI. Handlers never block for long (a doit holds genl's cb_lock for
  * reading; a slow one would stall every generic netlink user).
  */
+#include <linux/err.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -27,6 +28,9 @@ static const struct nla_policy ibckpt_genl_policy[IBCKPT_A_MAX + 1] = {
 	[IBCKPT_A_SNAP_TOTAL] = { .type = NLA_REJECT },
 	[IBCKPT_A_SNAP_OFFSET] = { .type = NLA_REJECT },
 	[IBCKPT_A_SNAP_DATA] = { .type = NLA_REJECT },
+	[IBCKPT_A_JOB_TYPE] = NLA_POLICY_RANGE(NLA_U32, IBCKPT_JOB_PGRP, IBCKPT_JOB_CGROUP),
+	[IBCKPT_A_JOB_ID] = { .type = NLA_U32 },
+	[IBCKPT_A_CGROUP_FD] = { .type = NLA_U32 },
 };
 
 #define IBCKPT_DEFAULT_TIMEOUT_MS 10000
@@ -136,8 +140,38 @@ static u32 ibckpt_nl_u32(struct genl_info *info, int attr, u32 def)
 	return info->attrs[attr] ? nla_get_u32(info->attrs[attr]) : def;
 }
 
+/*
+ * How a request names a session: IBCKPT_A_SESSION_ID, or a job
+ * (IBCKPT_A_JOB_TYPE with IBCKPT_A_JOB_ID or IBCKPT_A_CGROUP_FD; a lone
+ * IBCKPT_A_PGID is a process group job).
+ */
+static void ibckpt_nl_sel(struct nlattr **attrs, struct ibckpt_sel *sel)
+{
+	memset(sel, 0, sizeof(*sel));
+	sel->cgroup_fd = -1;
+	if (attrs[IBCKPT_A_SESSION_ID])
+		sel->id = nla_get_u64(attrs[IBCKPT_A_SESSION_ID]);
+	if (attrs[IBCKPT_A_JOB_TYPE]) {
+		sel->type = nla_get_u32(attrs[IBCKPT_A_JOB_TYPE]);
+		if (attrs[IBCKPT_A_JOB_ID])
+			sel->job_id = nla_get_u32(attrs[IBCKPT_A_JOB_ID]);
+	} else if (attrs[IBCKPT_A_PGID]) {
+		sel->type = IBCKPT_JOB_PGRP;
+		sel->job_id = nla_get_u32(attrs[IBCKPT_A_PGID]);
+	}
+	if (attrs[IBCKPT_A_CGROUP_FD])
+		sel->cgroup_fd = (int)min_t(u32, nla_get_u32(attrs[IBCKPT_A_CGROUP_FD]), INT_MAX);
+}
+
 static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
 {
+	struct ibckpt_freeze_req req = {
+		.timeout_ms = ibckpt_nl_u32(info, IBCKPT_A_TIMEOUT_MS, IBCKPT_DEFAULT_TIMEOUT_MS),
+		.flags = ibckpt_nl_u32(info, IBCKPT_A_FLAGS, 0),
+		.watchdog_ms = ibckpt_nl_u32(info, IBCKPT_A_WATCHDOG_MS, 0),
+		.portid = info->snd_portid,
+	};
+	struct ibckpt_busy busy = {};
 	const char *why = NULL;
 	struct sk_buff *msg;
 	void *hdr;
@@ -147,16 +181,19 @@ static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
 	ret = ibckpt_nl_check_perm(skb, info);
 	if (ret)
 		return ret;
-	if (GENL_REQ_ATTR_CHECK(info, IBCKPT_A_PGID))
+	ibckpt_nl_sel(info->attrs, &req.sel);
+	if (!req.sel.type) {
+		GENL_SET_ERR_MSG(info, "a job is required (IBCKPT_A_JOB_TYPE or IBCKPT_A_PGID)");
 		return -EINVAL;
-	ret = ibckpt_session_freeze(nla_get_u32(info->attrs[IBCKPT_A_PGID]),
-				    ibckpt_nl_u32(info, IBCKPT_A_TIMEOUT_MS,
-						  IBCKPT_DEFAULT_TIMEOUT_MS),
-				    ibckpt_nl_u32(info, IBCKPT_A_FLAGS, 0),
-				    ibckpt_nl_u32(info, IBCKPT_A_WATCHDOG_MS, 0),
-				    info->snd_portid, &id, &why);
+	}
+	ret = ibckpt_session_freeze(&req, &id, &busy, &why);
 	if (ret) {
 		ibckpt_nl_why(info, why);
+		if (ret == -EBUSY && info->extack) {
+			BUILD_BUG_ON(sizeof(busy) > NETLINK_MAX_COOKIE_LEN);
+			memcpy(info->extack->cookie, &busy, sizeof(busy));
+			info->extack->cookie_len = sizeof(busy);
+		}
 		return ret;
 	}
 	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
@@ -174,14 +211,14 @@ static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
 static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
 {
 	const char *why = NULL;
+	struct ibckpt_sel sel;
 	int ret;
 
 	ret = ibckpt_nl_check_perm(skb, info);
 	if (ret)
 		return ret;
-	if (GENL_REQ_ATTR_CHECK(info, IBCKPT_A_PGID))
-		return -EINVAL;
-	ret = ibckpt_session_thaw(nla_get_u32(info->attrs[IBCKPT_A_PGID]), &why);
+	ibckpt_nl_sel(info->attrs, &sel);
+	ret = ibckpt_session_thaw(&sel, &why);
 	if (ret)
 		ibckpt_nl_why(info, why);
 	return ret;
@@ -192,27 +229,42 @@ static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
  * it the err_pid reference, alive.
  */
 static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *cb,
-				  struct ibckpt_session *s, u32 pgid)
+				  struct ibckpt_session *s, u32 job_id)
 {
 	struct ibckpt_quiesce q;
 	struct ibckpt_tally t;
 	struct nlattr *nest;
-	u32 state;
+	char *path = NULL;
+	u32 state, nprocs;
 	void *hdr;
+	int err = -EMSGSIZE;
 
+	if (s->job.type == IBCKPT_JOB_CGROUP) {
+		path = kmalloc(PATH_MAX, GFP_KERNEL);
+		if (!path || ibckpt_job_cgroup_path(&s->job, path, PATH_MAX) < 0) {
+			kfree(path);
+			path = NULL;
+		}
+	}
 	spin_lock(&s->lock);
 	t = s->tally;
 	q = s->q;
 	state = s->state;
+	nprocs = s->nprocs;
 	spin_unlock(&s->lock);
 	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
 			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_SESSION_GET);
 	if (!hdr)
-		return -EMSGSIZE;
+		goto out;
 	nest = nla_nest_start(skb, IBCKPT_A_SESSION);
 	if (!nest ||
 	    nla_put_u64_64bit(skb, IBCKPT_SESSION_A_ID, s->id, IBCKPT_SESSION_A_PAD) ||
-	    nla_put_u32(skb, IBCKPT_SESSION_A_PGID, pgid) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_JOB_TYPE, s->job.type) ||
+	    (job_id && nla_put_u32(skb, IBCKPT_SESSION_A_JOB_ID, job_id)) ||
+	    (s->job.type == IBCKPT_JOB_PGRP &&
+	     nla_put_u32(skb, IBCKPT_SESSION_A_PGID, job_id)) ||
+	    (path && nla_put_string(skb, IBCKPT_SESSION_A_CGROUP, path)) ||
+	    nla_put_u32(skb, IBCKPT_SESSION_A_PROCS, nprocs) ||
 	    nla_put_u32(skb, IBCKPT_SESSION_A_STATE, state) ||
 	    nla_put_u32(skb, IBCKPT_SESSION_A_FLAGS, s->flags) ||
 	    nla_put_u32(skb, IBCKPT_SESSION_A_THREADS, t.threads) ||
@@ -229,38 +281,73 @@ static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *
 		       nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_PID,
 				   pid_nr_ns(q.err_pid, task_active_pid_ns(current)))))) {
 		genlmsg_cancel(skb, hdr);
-		return -EMSGSIZE;
+		goto out;
 	}
 	nla_nest_end(skb, nest);
 	genlmsg_end(skb, hdr);
+	err = 0;
+out:
+	kfree(path);
+	return err;
+}
+
+/*
+ * The session a dump is about, resolved once in its start (a cgroup is
+ * named by a file descriptor of the requester): cb->args[5] is its id, 0
+ * for "every session" where that is allowed.
+ */
+static int ibckpt_nl_dump_resolve(struct netlink_callback *cb, bool required)
+{
+	struct nlattr **attrs = genl_dumpit_info(cb)->attrs;
+	struct ibckpt_session *s;
+	const char *why = NULL;
+	struct ibckpt_sel sel;
+
+	ibckpt_nl_sel(attrs, &sel);
+	cb->args[5] = 0;
+	if (!sel.id && !sel.type && !required)
+		return 0;
+	s = ibckpt_session_get(&sel, &why);
+	if (IS_ERR(s)) {
+		if (why && cb->extack)
+			cb->extack->_msg = why;
+		return PTR_ERR(s);
+	}
+	cb->args[5] = s->id;
+	ibckpt_session_put(s);
 	return 0;
 }
 
-/* The optional IBCKPT_A_PGID filter of a dump, in the requester's namespace. */
-static u32 ibckpt_nl_dump_pgid(struct netlink_callback *cb)
+static int ibckpt_nl_session_start(struct netlink_callback *cb)
 {
-	struct nlattr **attrs = genl_dumpit_info(cb)->attrs;
+	int ret = ibckpt_nl_dump_resolve(cb, false);
 
-	return attrs[IBCKPT_A_PGID] ? nla_get_u32(attrs[IBCKPT_A_PGID]) : 0;
+	/* a job that is not frozen: an empty list, not an error */
+	if (ret == -ENOENT) {
+		cb->args[5] = U64_MAX;
+		ret = 0;
+	}
+	return ret;
 }
 
 /* cb->args[0]: sessions already emitted. */
 static int ibckpt_nl_session_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
-	u32 want = ibckpt_nl_dump_pgid(cb), pgid;
+	u64 want = cb->args[5];
 	struct ibckpt_session *s;
+	u32 job_id;
 	long i = 0;
 	int err = 0;
 
 	mutex_lock(&ibckpt_sessions_lock);
 	list_for_each_entry(s, &ibckpt_sessions, node) {
-		pgid = pid_nr_ns(s->pgrp, ns);
-		if (!pgid || (want && pgid != want))
+		job_id = s->job.pid ? pid_nr_ns(s->job.pid, ns) : 0;
+		if ((s->job.pid && !job_id) || (want && s->id != want))
 			continue;
 		if (i++ < cb->args[0])
 			continue;
-		err = ibckpt_nl_fill_session(skb, cb, s, pgid);
+		err = ibckpt_nl_fill_session(skb, cb, s, job_id);
 		if (err)
 			break;
 		cb->args[0] = i;
@@ -302,24 +389,22 @@ static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *c
 	return 0;
 }
 
+static int ibckpt_nl_thread_start(struct netlink_callback *cb)
+{
+	return ibckpt_nl_dump_resolve(cb, true);
+}
+
 /* cb->args[0]: threads already emitted. */
 static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
-	u32 pgid = ibckpt_nl_dump_pgid(cb);
 	struct ibckpt_session *s;
 	struct ibckpt_thread *thr;
-	struct pid *pgrp;
 	long i = 0;
 	int err = 0;
 
-	if (!pgid)
-		return -EINVAL;
-	rcu_read_lock();
-	pgrp = get_pid(find_vpid(pgid));
-	rcu_read_unlock();
 	mutex_lock(&ibckpt_sessions_lock);
-	s = pgrp ? ibckpt_session_find(pgrp) : NULL;
+	s = ibckpt_session_find_id(cb->args[5]);
 	if (!s) {
 		err = -ENOENT;
 		goto out;
@@ -336,7 +421,6 @@ static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *c
 	spin_unlock(&s->lock);
 out:
 	mutex_unlock(&ibckpt_sessions_lock);
-	put_pid(pgrp);
 	return err && !skb->len ? err : skb->len;
 }
 
@@ -367,71 +451,51 @@ static int ibckpt_nl_fill_piece(struct sk_buff *skb, struct netlink_callback *cb
 /* Refuse before the dump starts, so that the requester gets an error, not an empty dump. */
 static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 {
-	u32 pgid = ibckpt_nl_dump_pgid(cb);
 	struct ibckpt_session *s;
-	struct pid *pgrp;
 	bool frozen;
+	int ret;
 
 	if (!netlink_capable(cb->skb, CAP_CHECKPOINT_RESTORE) &&
 	    !netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
 		NL_SET_ERR_MSG(cb->extack, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
 		return -EPERM;
 	}
-	if (!pgid) {
-		NL_SET_ERR_MSG(cb->extack, "a process group id is required");
-		return -EINVAL;
-	}
-	rcu_read_lock();
-	pgrp = get_pid(find_vpid(pgid));
-	rcu_read_unlock();
-	if (!pgrp) {
-		NL_SET_ERR_MSG(cb->extack, "no such process group");
-		return -ESRCH;
-	}
+	ret = ibckpt_nl_dump_resolve(cb, true);
+	if (ret)
+		return ret;
 	mutex_lock(&ibckpt_sessions_lock);
-	s = ibckpt_session_find(pgrp);
+	s = ibckpt_session_find_id(cb->args[5]);
 	frozen = s && READ_ONCE(s->state) == IBCKPT_STATE_FROZEN;
 	mutex_unlock(&ibckpt_sessions_lock);
-	put_pid(pgrp);
 	if (!frozen) {
-		NL_SET_ERR_MSG(cb->extack, "the process group is not frozen");
+		NL_SET_ERR_MSG(cb->extack, "the job is not frozen");
 		return -ENOENT;
 	}
 	return 0;
 }
 
 /*
- * cb->args[0]: snapshots of the group completely sent; cb->args[1]: bytes
- * of the next one sent. The group is frozen: its processes neither register
- * nor leave, except when killed, which ends a dump early at worst.
+ * cb->args[0]: snapshots of the session completely sent; cb->args[1]: bytes
+ * of the next one sent. Only the snapshots given for this session count: a
+ * process that belonged to another frozen job before is not mixed in. The
+ * job is frozen: its processes neither register nor leave, except when
+ * killed, which ends a dump early at worst.
  */
 static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
-	u32 pgid = ibckpt_nl_dump_pgid(cb), tgid;
+	u64 id = cb->args[5];
 	struct ibckpt_proc *p;
-	struct pid *pgrp;
 	long i = 0;
 	int n, err = 0;
+	u32 tgid;
 
-	rcu_read_lock();
-	pgrp = get_pid(find_vpid(pgid));
-	rcu_read_unlock();
-	if (!pgrp)
-		return -ESRCH;
 	mutex_lock(&ibckpt_procs_lock);
 	list_for_each_entry(p, &ibckpt_procs, node) {
-		struct task_struct *t;
-		bool in;
-
-		if (!p->snap)
+		if (!p->snap || p->quiesce_session != id)
 			continue;
-		rcu_read_lock();
-		t = pid_task(p->tgid, PIDTYPE_TGID);
-		in = t && task_pgrp(t) == pgrp;
-		rcu_read_unlock();
 		tgid = pid_nr_ns(p->tgid, ns);
-		if (!in || !tgid)
+		if (!tgid)
 			continue;
 		if (i++ < cb->args[0])
 			continue;
@@ -448,7 +512,6 @@ static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback 
 	}
 out:
 	mutex_unlock(&ibckpt_procs_lock);
-	put_pid(pgrp);
 	return err && !skb->len ? err : skb->len;
 }
 
@@ -471,10 +534,12 @@ static const struct genl_ops ibckpt_genl_ops[] = {
 	},
 	{
 		.cmd = IBCKPT_CMD_SESSION_GET,
+		.start = ibckpt_nl_session_start,
 		.dumpit = ibckpt_nl_session_dump,
 	},
 	{
 		.cmd = IBCKPT_CMD_THREAD_GET,
+		.start = ibckpt_nl_thread_start,
 		.dumpit = ibckpt_nl_thread_dump,
 	},
 	{

@@ -47,6 +47,24 @@ static void ibckpt_thread_set(struct ibckpt_session *s, struct ibckpt_thread *th
 	thr->state = st;
 }
 
+/*
+ * The thread is on its way out: it no longer counts for the session (and
+ * no longer belongs to it), and in a tree job the children it is about to
+ * leave behind stay in the job. Before the state changes, so that a scan
+ * that starts once nothing is pending sees the children as members.
+ */
+static void ibckpt_park_exited(struct ibckpt_session *s, struct ibckpt_thread *thr)
+{
+	if (!READ_ONCE(s->released))
+		ibckpt_session_adopt(s, current);
+	spin_lock(&s->lock);
+	ibckpt_thread_set(s, thr, IBCKPT_THREAD_EXITED);
+	ibckpt_thread_unclaim(thr);
+	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
+		mod_delayed_work(system_wq, &s->converge, 0);
+	spin_unlock(&s->lock);
+}
+
 static void ibckpt_park_fn(struct callback_head *cb)
 {
 	struct ibckpt_park *pk = container_of(cb, struct ibckpt_park, cb);
@@ -55,11 +73,14 @@ static void ibckpt_park_fn(struct callback_head *cb)
 	struct pt_regs *regs = task_pt_regs(current);
 	bool killed;
 
+	/* exiting (the work runs from exit_task_work too) */
+	if (current->flags & PF_EXITING) {
+		ibckpt_park_exited(s, thr);
+		goto out;
+	}
 	spin_lock(&s->lock);
-	/* exiting (the work runs from exit_task_work too), or already released */
-	if ((current->flags & PF_EXITING) || s->released) {
-		ibckpt_thread_set(s, thr, current->flags & PF_EXITING ?
-				  IBCKPT_THREAD_EXITED : IBCKPT_THREAD_RUNNING);
+	if (s->released) {
+		ibckpt_thread_set(s, thr, IBCKPT_THREAD_RUNNING);
 		spin_unlock(&s->lock);
 		goto out;
 	}
@@ -79,9 +100,13 @@ static void ibckpt_park_fn(struct callback_head *cb)
 		      (TASK_KILLABLE | TASK_NOLOAD | TASK_FREEZABLE), 0, 0, schedule());
 
 	killed = fatal_signal_pending(current);
-	spin_lock(&s->lock);
-	ibckpt_thread_set(s, thr, killed ? IBCKPT_THREAD_EXITED : IBCKPT_THREAD_RUNNING);
-	spin_unlock(&s->lock);
+	if (killed) {
+		ibckpt_park_exited(s, thr);
+	} else {
+		spin_lock(&s->lock);
+		ibckpt_thread_set(s, thr, IBCKPT_THREAD_RUNNING);
+		spin_unlock(&s->lock);
+	}
 	wake_up_all(&s->done_wq);
 out:
 	ibckpt_session_put(s);

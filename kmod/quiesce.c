@@ -2,12 +2,12 @@
 /*
  * The providers' part of a freeze.
  *
- * A freeze first tells every registered process of the group
+ * A freeze first tells every registered process of the job
  * (IBCKPT_EV_QUIESCE): its control thread closes the provider's verbs gate,
  * so that no application thread is inside a vendor call holding its locks,
  * drains the CQs into private queues, and answers (IBCKPT_IOC_QUIESCED). Only
- * when every provider has answered does the session start parking the
- * application threads: a thread parked inside the gate would keep it from
+ * when every provider asked has answered does the session park application
+ * threads: a thread parked inside the gate would keep it from
  * closing. A failed answer aborts the freeze; a process whose registration
  * ends (it exits) counts as answered. The end of the session, thaw or abort,
  * is told to every provider asked (IBCKPT_EV_THAW or IBCKPT_EV_ABORT) so that
@@ -28,49 +28,68 @@
 #include "ibckpt.h"
 #include "session.h"
 
-static bool ibckpt_proc_in_group(struct ibckpt_proc *p, struct pid *pgrp)
+/* Is the registered process part of the session's job? */
+static bool ibckpt_proc_in_job(struct ibckpt_proc *p, struct ibckpt_session *s)
 {
 	struct task_struct *t;
 	bool in;
 
 	rcu_read_lock();
 	t = pid_task(p->tgid, PIDTYPE_TGID);
-	in = t && task_pgrp(t) == pgrp;
+	in = t && ibckpt_session_covers(s, t);
 	rcu_read_unlock();
 	return in;
 }
 
 /**
- * ibckpt_quiesce_begin() - ask the group's providers to quiesce
- * @s: a new session, not yet visible to its converge work
+ * ibckpt_quiesce_ask() - ask the job's providers not asked yet to quiesce
+ * @s: the session
+ *
+ * Called before every scan of the job, so that a provider whose process
+ * joins the job (or is born into it) is asked before its threads are
+ * parked. A process another session asked already is left to it.
  */
-void ibckpt_quiesce_begin(struct ibckpt_session *s)
+void ibckpt_quiesce_ask(struct ibckpt_session *s)
 {
 	struct ibckpt_proc *p;
-	u32 n = 0;
+	u32 n = 0, failed = 0;
+	struct pid *fpid = NULL;
 
 	mutex_lock(&ibckpt_procs_lock);
+	/*
+	 * Under the lock: ibckpt_quiesce_end() of a release takes it after the
+	 * release is marked, so a request made here is always ended.
+	 */
+	if (READ_ONCE(s->released)) {
+		mutex_unlock(&ibckpt_procs_lock);
+		return;
+	}
 	list_for_each_entry(p, &ibckpt_procs, node) {
-		if (!ibckpt_proc_in_group(p, s->pgrp))
+		if (p->quiesce_session || !ibckpt_proc_in_job(p, s))
 			continue;
 		p->quiesce_session = s->id;
 		p->quiesce_answered = false;
 		if (ibckpt_evq_post(&p->events, IBCKPT_EV_QUIESCE, s->id)) {
 			/* a control thread 16 events behind: treat as failed */
 			p->quiesce_answered = true;
-			spin_lock(&s->lock);
-			if (!s->q.err) {
-				s->q.err = ENOBUFS;
-				s->q.err_pid = get_pid(p->tgid);
-			}
-			spin_unlock(&s->lock);
+			if (!failed++)
+				fpid = get_pid(p->tgid);
 		}
 		n++;
 	}
 	mutex_unlock(&ibckpt_procs_lock);
+	if (!n)
+		return;
 	spin_lock(&s->lock);
-	s->q.providers = n;
+	s->q.providers += n;
+	s->q.answered += failed;
+	if (failed && !s->q.err) {
+		s->q.err = ENOBUFS;
+		s->q.err_pid = fpid;
+		fpid = NULL;
+	}
 	spin_unlock(&s->lock);
+	put_pid(fpid);
 }
 
 /**
@@ -124,9 +143,8 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 	mutex_unlock(&ibckpt_procs_lock);
 
 	mutex_lock(&ibckpt_sessions_lock);
-	list_for_each_entry(s, &ibckpt_sessions, node) {
-		if (s->id != id)
-			continue;
+	s = ibckpt_session_find_id(id);
+	if (s) {
 		spin_lock(&s->lock);
 		s->q.answered++;
 		if (q) {
@@ -140,7 +158,6 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 		spin_unlock(&s->lock);
 		/* the session may go on (or give up) now */
 		mod_delayed_work(system_wq, &s->converge, 0);
-		break;
 	}
 	mutex_unlock(&ibckpt_sessions_lock);
 	return 0;

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Freeze sessions. FREEZE creates a session for a process group; a work item
- * scans the group and queues a park work (park.c) on every application
- * thread it has not seen yet, until a scan finds nothing new and no thread is
- * still on its way to park: then the group is FROZEN. Threads and processes
- * born while freezing are found by the next scan; a parked thread cannot
- * create any. A freeze that does not converge before its deadline is ABORTED
- * and every thread released.
+ * Freeze sessions. FREEZE creates a session for a job (job.c); a work item
+ * scans the job and queues a park work (park.c) on every application thread
+ * no session holds yet. The job is FROZEN when a scan that started while no
+ * known thread was on its way to park finds no new thread: every thread
+ * known then was parked or gone, so whatever it created before parking was
+ * already visible to that scan, and a parked thread creates nothing. A
+ * freeze that does not converge before its deadline is ABORTED and every
+ * thread released.
+ *
+ * While FROZEN the job is rescanned now and then: a process that joins it
+ * (moved into the cgroup, put into the group, created by an exempt control
+ * thread) makes it FREEZING again until that process is parked too.
  *
  * Control threads registered through /dev/ibckpt are never parked here; the
  * providers they run are asked to quiesce before any thread is parked
@@ -36,20 +41,32 @@ DEFINE_MUTEX(ibckpt_sessions_lock);	/* protects ibckpt_sessions */
 
 static atomic64_t ibckpt_session_ids = ATOMIC64_INIT(0);
 
-#define IBCKPT_SCAN_BATCH	64
+/* Threads queued per pass of a scan, between two RCU sections. */
+#define IBCKPT_SCAN_BATCH	128
+/* How often a frozen job is looked at again for newcomers. */
+#define IBCKPT_RESCAN_FROZEN	(HZ / 10)
 
 static void ibckpt_session_free(struct kref *ref)
 {
 	struct ibckpt_session *s = container_of(ref, struct ibckpt_session, ref);
 	struct ibckpt_thread *thr, *tmp;
+	struct ibckpt_member *m;
+	struct hlist_node *n;
+	int bkt;
 
 	list_for_each_entry_safe(thr, tmp, &s->threads, node) {
+		ibckpt_thread_unclaim(thr);
 		put_pid(thr->pid);
-		kfree(thr);
+		kfree_rcu(thr, rcu);
 	}
+	hash_for_each_safe(s->members, bkt, n, m, node) {
+		put_pid(m->tgid);
+		kfree(m);
+	}
+	ibckpt_job_release(&s->job);
+	put_pid(s->requester);
 	put_pid(s->q.err_pid);
-	put_pid(s->pgrp);
-	kfree(s);
+	kfree_rcu(s, rcu);
 }
 
 /**
@@ -61,36 +78,176 @@ void ibckpt_session_put(struct ibckpt_session *s)
 	kref_put(&s->ref, ibckpt_session_free);
 }
 
+/* Under RCU: did the session find this process in its job before? */
+static bool ibckpt_session_knows(struct task_struct *proc, void *arg)
+{
+	struct ibckpt_session *s = arg;
+	struct pid *tgid = task_tgid(proc);
+	struct ibckpt_member *m;
+
+	hash_for_each_possible_rcu(s->members, m, node, (unsigned long)tgid)
+		if (m->tgid == tgid)
+			return true;
+	return false;
+}
+
+/*
+ * Remember a process of the job (a tree job follows it wherever it is
+ * re-parented). Return: 0 or -ENOMEM.
+ */
+static int ibckpt_session_remember(struct ibckpt_session *s, struct pid *tgid)
+{
+	struct ibckpt_member *m, *cur;
+	bool dup = false;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(s->members, cur, node, (unsigned long)tgid)
+		dup |= cur->tgid == tgid;
+	rcu_read_unlock();
+	if (dup)
+		return 0;
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	if (!m)
+		return -ENOMEM;
+	m->tgid = get_pid(tgid);
+	spin_lock(&s->lock);
+	hash_for_each_possible(s->members, cur, node, (unsigned long)tgid)
+		dup |= cur->tgid == tgid;
+	if (!dup) {
+		hash_add_rcu(s->members, &m->node, (unsigned long)tgid);
+		s->nprocs++;
+	}
+	spin_unlock(&s->lock);
+	if (dup) {
+		put_pid(m->tgid);
+		kfree(m);
+	}
+	return 0;
+}
+
 /**
- * ibckpt_session_find() - the listed session of a process group
- * @pgrp: the process group
+ * ibckpt_session_covers() - is a process part of the session's job
+ * @s: the session
+ * @proc: a thread group leader
+ *
+ * Context: rcu_read_lock() held.
+ * Return: true if it is (the requester and init never are).
+ */
+bool ibckpt_session_covers(struct ibckpt_session *s, struct task_struct *proc)
+{
+	if (is_global_init(proc) || task_tgid(proc) == s->requester)
+		return false;
+	return ibckpt_job_has(&s->job, proc, ibckpt_session_knows, s);
+}
+
+/**
+ * ibckpt_session_find_id() - the listed session with an id
+ * @id: the id
  *
  * Context: ibckpt_sessions_lock held.
  * Return: the session or NULL.
  */
-struct ibckpt_session *ibckpt_session_find(struct pid *pgrp)
+struct ibckpt_session *ibckpt_session_find_id(u64 id)
 {
 	struct ibckpt_session *s;
 
 	lockdep_assert_held(&ibckpt_sessions_lock);
 	list_for_each_entry(s, &ibckpt_sessions, node)
-		if (s->pgrp == pgrp)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+static struct ibckpt_session *ibckpt_session_find_job(const struct ibckpt_job *job)
+{
+	struct ibckpt_session *s;
+
+	lockdep_assert_held(&ibckpt_sessions_lock);
+	list_for_each_entry(s, &ibckpt_sessions, node)
+		if (ibckpt_job_same(&s->job, job))
 			return s;
 	return NULL;
 }
 
 /*
- * Release the parked threads and tell the providers; @st is the state the
- * session ends in.
+ * The listed session @sel names; with ibckpt_sessions_lock held. Return: the
+ * session, or an ERR_PTR: -ESRCH if the job does not exist, -ENOENT if it
+ * is not frozen.
  */
-static void ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state st)
+static struct ibckpt_session *ibckpt_session_lookup(const struct ibckpt_sel *sel,
+						    const char **why)
 {
+	struct ibckpt_session *s;
+	struct ibckpt_job job;
+	int ret;
+
+	lockdep_assert_held(&ibckpt_sessions_lock);
+	if (sel->id) {
+		s = ibckpt_session_find_id(sel->id);
+		if (!s)
+			*why = "no such freeze session";
+		return s ? s : ERR_PTR(-ENOENT);
+	}
+	if (!sel->type) {
+		*why = "a job or a session id is required";
+		return ERR_PTR(-EINVAL);
+	}
+	ret = ibckpt_job_resolve(&job, sel->type, sel->job_id, sel->cgroup_fd, why);
+	if (ret)
+		return ERR_PTR(ret);
+	s = ibckpt_session_find_job(&job);
+	ibckpt_job_release(&job);
+	if (!s)
+		*why = "the job is not frozen";
+	return s ? s : ERR_PTR(-ENOENT);
+}
+
+/**
+ * ibckpt_session_get() - a reference to the session a request names
+ * @sel: by id, or by its job
+ * @why: set to a message for the requester on error
+ *
+ * Return: the session (ibckpt_session_put() it), or an ERR_PTR: -EINVAL if
+ * @sel names nothing, -ESRCH if the job does not exist, -ENOENT if it is
+ * not frozen.
+ */
+struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const char **why)
+{
+	struct ibckpt_session *s;
+
+	mutex_lock(&ibckpt_sessions_lock);
+	s = ibckpt_session_lookup(sel, why);
+	if (!IS_ERR(s))
+		kref_get(&s->ref);
+	mutex_unlock(&ibckpt_sessions_lock);
+	return s;
+}
+
+/*
+ * Release the parked threads and tell the providers; @st is the state the
+ * session ends in. Only the first release counts (an abort racing with a
+ * thaw): Return: true if this one did it.
+ */
+static bool ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state st)
+{
+	struct ibckpt_thread *thr;
+
 	spin_lock(&s->lock);
-	s->state = st;
+	if (s->released) {
+		if (st == IBCKPT_STATE_THAWING)
+			WRITE_ONCE(s->state, st);
+		spin_unlock(&s->lock);
+		return false;
+	}
+	WRITE_ONCE(s->state, st);
 	WRITE_ONCE(s->released, true);
+	/* the threads are free for another session from now on */
+	list_for_each_entry(thr, &s->threads, node)
+		ibckpt_thread_unclaim(thr);
 	spin_unlock(&s->lock);
 	wake_up_all(&s->park_wq);
 	ibckpt_quiesce_end(s, st == IBCKPT_STATE_ABORTED ? IBCKPT_EV_ABORT : IBCKPT_EV_THAW);
+	return true;
 }
 
 /*
@@ -110,33 +267,29 @@ static void ibckpt_session_end(struct ibckpt_session *s, bool from_watchdog)
 	ibckpt_session_put(s);
 }
 
-static bool ibckpt_session_tracks(struct ibckpt_session *s, struct pid *pid)
-{
-	struct ibckpt_thread *thr;
-	bool found = false;
-
-	spin_lock(&s->lock);
-	list_for_each_entry(thr, &s->threads, node) {
-		if (thr->pid == pid) {
-			found = true;
-			break;
-		}
-	}
-	spin_unlock(&s->lock);
-	return found;
-}
-
+/* Start tracking @task and ask it to park; 0, or -ENOMEM. */
 static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *task)
 {
 	struct ibckpt_thread *thr;
 	int ret;
 
-	thr = kzalloc(sizeof(*thr), GFP_KERNEL);
+	ret = ibckpt_session_remember(s, task_tgid(task));
+	if (ret)
+		return ret;
+	thr = kzalloc(sizeof(*thr), GFP_KERNEL_ACCOUNT);
 	if (!thr)
 		return -ENOMEM;
+	thr->sess = s;
 	thr->pid = get_task_pid(task, PIDTYPE_PID);
 	thr->state = IBCKPT_THREAD_PENDING;
 	spin_lock(&s->lock);
+	/* released meanwhile, or another session took it first */
+	if (s->released || ibckpt_thread_claim(thr, task)) {
+		spin_unlock(&s->lock);
+		put_pid(thr->pid);
+		kfree(thr);
+		return 0;
+	}
 	list_add_tail(&thr->node, &s->threads);
 	ibckpt_tally_add(&s->tally, IBCKPT_THREAD_PENDING);
 	spin_unlock(&s->lock);
@@ -147,107 +300,194 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 		spin_lock(&s->lock);
 		ibckpt_tally_move(&s->tally, thr->state, IBCKPT_THREAD_EXITED);
 		thr->state = IBCKPT_THREAD_EXITED;
+		ibckpt_thread_unclaim(thr);
 		spin_unlock(&s->lock);
 		ret = 0;
 	}
 	return ret;
 }
 
-/* The control threads of registered processes: never parked by a freeze. */
-static struct pid **ibckpt_ctrl_pids(unsigned int *n)
-{
-	struct ibckpt_proc *p;
-	struct pid **v;
-	unsigned int i = 0, cnt = 0;
+/**
+ * struct ibckpt_scan - one pass over the job
+ * @s: the session
+ * @ctrl: control threads of the job's providers, never parked
+ * @nctrl: how many
+ * @batch: threads found, each with a task reference
+ * @n: how many
+ */
+struct ibckpt_scan {
+	struct ibckpt_session *s;
+	struct pid **ctrl;
+	unsigned int nctrl;
+	struct task_struct *batch[IBCKPT_SCAN_BATCH];
+	unsigned int n;
+};
 
-	mutex_lock(&ibckpt_procs_lock);
-	list_for_each_entry(p, &ibckpt_procs, node)
-		cnt++;
-	v = kcalloc(cnt ? cnt : 1, sizeof(*v), GFP_KERNEL);
-	if (v)
-		list_for_each_entry(p, &ibckpt_procs, node)
-			v[i++] = get_pid(p->ctrl);
-	mutex_unlock(&ibckpt_procs_lock);
-	*n = i;
-	return v;
-}
-
-static bool ibckpt_pid_in(struct pid *pid, struct pid **v, unsigned int n)
+static bool ibckpt_scan_is_ctrl(const struct ibckpt_scan *sc, struct pid *pid)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (v[i] == pid)
+	for (i = 0; i < sc->nctrl; i++)
+		if (sc->ctrl[i] == pid)
 			return true;
 	return false;
 }
 
+/* Under RCU: add the process's threads no session holds; false when full. */
+static bool ibckpt_scan_visit(struct task_struct *p, void *arg)
+{
+	struct ibckpt_scan *sc = arg;
+	struct task_struct *t;
+
+	if (is_global_init(p) || task_tgid(p) == sc->s->requester)
+		return true;
+	for_each_thread(p, t) {
+		if (t->flags & (PF_KTHREAD | PF_IO_WORKER | PF_EXITING))
+			continue;
+		if (ibckpt_thread_holder(t) || ibckpt_scan_is_ctrl(sc, task_pid(t)))
+			continue;
+		if (sc->n == IBCKPT_SCAN_BATCH)
+			return false;
+		get_task_struct(t);
+		sc->batch[sc->n++] = t;
+	}
+	return true;
+}
+
+/* The control threads of the providers this session asked to quiesce. */
+static struct pid **ibckpt_ctrl_pids(struct ibckpt_session *s, unsigned int *n)
+{
+	struct ibckpt_proc *p;
+	unsigned int cnt = 0;
+	struct pid **v;
+
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node)
+		cnt += p->quiesce_session == s->id;
+	v = kcalloc(cnt ? cnt : 1, sizeof(*v), GFP_KERNEL);
+	*n = 0;
+	if (v)
+		list_for_each_entry(p, &ibckpt_procs, node)
+			if (p->quiesce_session == s->id && *n < cnt)
+				v[(*n)++] = get_pid(p->ctrl);
+	mutex_unlock(&ibckpt_procs_lock);
+	return v;
+}
+
 /*
- * Queue a park work on every thread of the group not seen before.
+ * Queue a park work on every thread of the job not held yet. Each pass
+ * starts the walk again (a position cannot be kept across RCU sections),
+ * skipping what is held in O(1).
  * Return: how many, or a negative errno.
  */
 static int ibckpt_session_scan(struct ibckpt_session *s)
 {
-	struct task_struct *batch[IBCKPT_SCAN_BATCH];
-	struct task_struct *p, *t;
-	unsigned int n, i, nctrl;
-	struct pid **ctrl;
+	struct ibckpt_scan *sc;
 	int total = 0, ret = 0;
+	unsigned int i;
+	bool full;
 
-	ctrl = ibckpt_ctrl_pids(&nctrl);
-	if (!ctrl)
+	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
+	if (!sc)
 		return -ENOMEM;
+	sc->s = s;
+	sc->ctrl = ibckpt_ctrl_pids(s, &sc->nctrl);
+	if (!sc->ctrl) {
+		kfree(sc);
+		return -ENOMEM;
+	}
+	do {
+		sc->n = 0;
+		full = !ibckpt_job_walk(&s->job, ibckpt_session_knows, s, ibckpt_scan_visit, sc);
+		for (i = 0; i < sc->n; i++) {
+			if (!ret)
+				ret = ibckpt_session_track(s, sc->batch[i]);
+			put_task_struct(sc->batch[i]);
+		}
+		total += sc->n;
+		cond_resched();
+	} while (full && !ret && !READ_ONCE(s->released));
+
+	for (i = 0; i < sc->nctrl; i++)
+		put_pid(sc->ctrl[i]);
+	kfree(sc->ctrl);
+	kfree(sc);
+	return ret ? ret : total;
+}
+
+/**
+ * ibckpt_session_adopt() - keep the children of an exiting member in a
+ *	tree job
+ * @s: the session
+ * @parent: a thread of the job that is exiting (or killed while parked):
+ *	its children are about to be re-parented outside the tree
+ *
+ * Context: @parent is current, before exit_notify(); may sleep.
+ */
+void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent)
+{
+	struct task_struct *batch[16], *p;
+	unsigned int n, i;
+
+	if (s->job.type != IBCKPT_JOB_TREE)
+		return;
 	do {
 		n = 0;
 		rcu_read_lock();
-		do_each_pid_task(s->pgrp, PIDTYPE_PGID, p) {
-			for_each_thread(p, t) {
-				if (n == IBCKPT_SCAN_BATCH)
-					goto full;
-				if (t->flags & (PF_KTHREAD | PF_IO_WORKER | PF_EXITING))
-					continue;
-				if (ibckpt_pid_in(task_pid(t), ctrl, nctrl) ||
-				    ibckpt_session_tracks(s, task_pid(t)))
-					continue;
-				get_task_struct(t);
-				batch[n++] = t;
-			}
-		} while_each_pid_task(s->pgrp, PIDTYPE_PGID, p);
-full:
+		for_each_process(p) {
+			if (!same_thread_group(rcu_dereference(p->real_parent), parent) ||
+			    ibckpt_session_knows(p, s))
+				continue;
+			if (n == ARRAY_SIZE(batch))
+				break;
+			get_task_struct(p);
+			batch[n++] = p;
+		}
 		rcu_read_unlock();
 		for (i = 0; i < n; i++) {
-			if (!ret)
-				ret = ibckpt_session_track(s, batch[i]);
+			if (ibckpt_session_remember(s, task_tgid(batch[i])))
+				pr_warn("ibckpt: session %llu: out of memory keeping a child of %d\n",
+					s->id, task_tgid_nr(parent));
 			put_task_struct(batch[i]);
 		}
-		total += n;
-	} while (n == IBCKPT_SCAN_BATCH && !ret);
+	} while (n == ARRAY_SIZE(batch));
+}
 
-	for (i = 0; i < nctrl; i++)
-		put_pid(ctrl[i]);
-	kfree(ctrl);
-	return ret ? ret : total;
+/* Converge ran into a failure: abort, unless the session ended meanwhile. */
+static void ibckpt_session_abort(struct ibckpt_session *s)
+{
+	ibckpt_session_release(s, IBCKPT_STATE_ABORTED);
 }
 
 static void ibckpt_converge_fn(struct work_struct *work)
 {
 	struct ibckpt_session *s = container_of(to_delayed_work(work),
 						struct ibckpt_session, converge);
-	enum ibckpt_state st;
-	bool waiting, failed;
+	enum ibckpt_state st, cur;
+	bool waiting, failed, calm, late;
 	int found;
 
+	ibckpt_quiesce_ask(s);	/* providers of the job not asked yet */
 	spin_lock(&s->lock);
-	if (s->state != IBCKPT_STATE_FREEZING) {
+	st = s->state;
+	if (st != IBCKPT_STATE_FREEZING && st != IBCKPT_STATE_FROZEN) {
 		spin_unlock(&s->lock);
 		return;
 	}
 	/* Park nothing until every provider has closed its gate (quiesce.c). */
 	waiting = s->q.answered < s->q.providers;
 	failed = s->q.err != 0;
+	if (waiting && st == IBCKPT_STATE_FROZEN) {
+		/* a newcomer's provider: freezing again until it is quiesced */
+		WRITE_ONCE(s->state, IBCKPT_STATE_FREEZING);
+		s->deadline = jiffies + s->timeout;
+	}
+	late = time_after(jiffies, s->deadline);
+	/* sampled before the scan: see the comment at the top */
+	calm = !s->tally.pending;
 	spin_unlock(&s->lock);
-	if (failed || (waiting && time_after(jiffies, s->deadline))) {
-		ibckpt_session_release(s, IBCKPT_STATE_ABORTED);
+	if (failed || (waiting && late)) {
+		ibckpt_session_abort(s);
 		return;
 	}
 	if (waiting) {
@@ -258,21 +498,29 @@ static void ibckpt_converge_fn(struct work_struct *work)
 
 	found = ibckpt_session_scan(s);
 	spin_lock(&s->lock);
-	if (found < 0)	/* out of memory: give up the freeze */
-		st = s->state == IBCKPT_STATE_FREEZING ? IBCKPT_STATE_ABORTED : s->state;
+	cur = s->state;
+	if (cur != IBCKPT_STATE_FREEZING && cur != IBCKPT_STATE_FROZEN) {
+		spin_unlock(&s->lock);	/* ended meanwhile */
+		return;
+	}
+	if (found < 0)		/* out of memory: give up the freeze */
+		st = IBCKPT_STATE_ABORTED;
+	else if (cur == IBCKPT_STATE_FROZEN)	/* found: somebody joined the job */
+		st = found ? IBCKPT_STATE_FREEZING : cur;
 	else
-		st = ibckpt_converge(s->state, &s->tally, found,
-				     time_after(jiffies, s->deadline));
-	if (st == IBCKPT_STATE_FROZEN && s->state == IBCKPT_STATE_FREEZING)
+		st = ibckpt_converge(cur, calm, found, time_after(jiffies, s->deadline));
+	if (st == IBCKPT_STATE_FREEZING && cur == IBCKPT_STATE_FROZEN)
+		s->deadline = jiffies + s->timeout;
+	if (st == IBCKPT_STATE_FROZEN && !s->freeze_ns)
 		s->freeze_ns = ktime_get_ns() - s->started;
-	if (st != IBCKPT_STATE_ABORTED)
-		s->state = st;
+	if (st != IBCKPT_STATE_ABORTED) {
+		WRITE_ONCE(s->state, st);
+		queue_delayed_work(system_wq, &s->converge,
+				   st == IBCKPT_STATE_FROZEN ? IBCKPT_RESCAN_FROZEN : 1);
+	}
 	spin_unlock(&s->lock);
-
-	if (st == IBCKPT_STATE_FREEZING)
-		queue_delayed_work(system_wq, &s->converge, 1);
-	else if (st == IBCKPT_STATE_ABORTED)
-		ibckpt_session_release(s, IBCKPT_STATE_ABORTED);
+	if (st == IBCKPT_STATE_ABORTED)
+		ibckpt_session_abort(s);
 }
 
 static void ibckpt_watchdog_fn(struct work_struct *work)
@@ -298,79 +546,139 @@ static void ibckpt_watchdog_fn(struct work_struct *work)
 }
 
 /**
- * ibckpt_session_freeze() - start freezing a process group
- * @pgid: the group, in the caller's pid namespace
- * @timeout_ms: give up (and release everything) if not frozen by then
- * @flags: IBCKPT_FREEZE_F_*
- * @watchdog_ms: for IBCKPT_FREEZE_F_PERSIST, thaw after this long
- * @portid: the requesting netlink socket, the owner of a non-persistent freeze
- * @id: set to the new session's id
- * @why: set to a message for the requester on error
- *
- * Return: 0 or a negative errno.
+ * struct ibckpt_check - what a new job may not contain
+ * @s: the new session
+ * @busy: the first process another live session holds, and that session
+ * @err: the verdict, 0 if nothing was found
+ * @why: its message
  */
-int ibckpt_session_freeze(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
-			  u32 portid, u64 *id, const char **why)
+struct ibckpt_check {
+	struct ibckpt_session *s;
+	struct ibckpt_busy *busy;
+	int err;
+	const char *why;
+};
+
+/* Under RCU: stop at init, the requester, or a process held elsewhere. */
+static bool ibckpt_check_visit(struct task_struct *p, void *arg)
 {
-	struct ibckpt_session *s, *old = NULL;
-	struct pid *pgrp;
-	int ret;
+	struct ibckpt_check *c = arg;
+	struct ibckpt_session *holder;
+	struct task_struct *t;
 
-	ret = ibckpt_freeze_args_check(pgid, timeout_ms, flags, watchdog_ms, why);
-	if (ret)
-		return ret;
-
-	rcu_read_lock();
-	pgrp = find_vpid(pgid);
-	if (!pgrp || !pid_task(pgrp, PIDTYPE_PGID)) {
-		rcu_read_unlock();
-		*why = "no such process group";
-		return -ESRCH;
+	if (is_global_init(p)) {
+		c->err = -EPERM;
+		c->why = "the job contains PID 1 (init)";
+		return false;
 	}
-	if (pgrp == task_pgrp(current)) {
-		rcu_read_unlock();
-		*why = "cannot freeze the requester's own process group";
-		return -EDEADLK;
+	if (task_tgid(p) == c->s->requester) {
+		c->err = -EDEADLK;
+		c->why = "the job contains the requester itself";
+		return false;
 	}
-	get_pid(pgrp);
-	rcu_read_unlock();
+	for_each_thread(p, t) {
+		holder = ibckpt_thread_holder(t);
+		if (holder && !READ_ONCE(holder->released)) {
+			c->err = -EBUSY;
+			c->why = "a process of the job is frozen by another session";
+			c->busy->pid = task_tgid_vnr(p);
+			c->busy->session = holder->id;
+			return false;
+		}
+	}
+	return true;
+}
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+static struct ibckpt_session *ibckpt_session_new(const struct ibckpt_freeze_req *req,
+						 const char **why, int *err)
+{
+	struct ibckpt_session *s;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s) {
-		put_pid(pgrp);
-		return -ENOMEM;
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = ibckpt_job_resolve(&s->job, req->sel.type, req->sel.job_id,
+				  req->sel.cgroup_fd, why);
+	if (*err) {
+		kfree(s);
+		return NULL;
 	}
 	kref_init(&s->ref);
 	s->id = atomic64_inc_return(&ibckpt_session_ids);
-	s->pgrp = pgrp;
-	s->flags = flags;
-	s->owner_portid = flags & IBCKPT_FREEZE_F_PERSIST ? 0 : portid;
+	s->requester = get_task_pid(current, PIDTYPE_TGID);
+	s->flags = req->flags;
+	s->owner_portid = req->flags & IBCKPT_FREEZE_F_PERSIST ? 0 : req->portid;
 	spin_lock_init(&s->lock);
 	s->state = IBCKPT_STATE_FREEZING;
 	INIT_LIST_HEAD(&s->threads);
+	hash_init(s->members);
 	init_waitqueue_head(&s->park_wq);
 	init_waitqueue_head(&s->done_wq);
 	INIT_DELAYED_WORK(&s->converge, ibckpt_converge_fn);
 	INIT_DELAYED_WORK(&s->watchdog, ibckpt_watchdog_fn);
 	s->started = ktime_get_ns();
-	s->deadline = jiffies + msecs_to_jiffies(timeout_ms);
+	s->timeout = msecs_to_jiffies(req->timeout_ms);
+	s->deadline = jiffies + s->timeout;
+	/* a tree's root is its first member: it stays one after it exits */
+	if (s->job.type == IBCKPT_JOB_TREE) {
+		*err = ibckpt_session_remember(s, s->job.pid);
+		if (*err) {
+			ibckpt_session_put(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+/**
+ * ibckpt_session_freeze() - start freezing a job
+ * @req: the job and how to freeze it
+ * @id: set to the new session's id
+ * @busy: set, with -EBUSY, to a process of the job another session holds
+ * @why: set to a message for the requester on error
+ *
+ * Return: 0 or a negative errno.
+ */
+int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
+			  struct ibckpt_busy *busy, const char **why)
+{
+	struct ibckpt_session *s, *old = NULL;
+	struct ibckpt_check c = { .busy = busy };
+	int ret;
+
+	ret = ibckpt_freeze_args_check(req->timeout_ms, req->flags, req->watchdog_ms, why);
+	if (ret)
+		return ret;
+	s = ibckpt_session_new(req, why, &ret);
+	if (!s)
+		return ret;
 
 	mutex_lock(&ibckpt_sessions_lock);
-	old = ibckpt_session_find(pgrp);
+	old = ibckpt_session_find_job(&s->job);
 	if (old && READ_ONCE(old->state) != IBCKPT_STATE_ABORTED) {
 		mutex_unlock(&ibckpt_sessions_lock);
 		ibckpt_session_put(s);
-		*why = "the process group is already frozen";
+		*why = "the job is already frozen";
+		busy->session = old->id;
 		return -EBUSY;
+	}
+	c.s = s;
+	ibckpt_job_walk(&s->job, ibckpt_session_knows, s, ibckpt_check_visit, &c);
+	if (c.err) {
+		mutex_unlock(&ibckpt_sessions_lock);
+		ibckpt_session_put(s);
+		*why = c.why;
+		return c.err;
 	}
 	if (old)	/* an aborted attempt, kept for its report: replace it */
 		list_del(&old->node);
 	list_add_tail(&s->node, &ibckpt_sessions);
 	*id = s->id;
-	ibckpt_quiesce_begin(s);
 	queue_delayed_work(system_wq, &s->converge, 0);
-	if (flags & IBCKPT_FREEZE_F_PERSIST)
-		queue_delayed_work(system_wq, &s->watchdog, msecs_to_jiffies(watchdog_ms));
+	if (req->flags & IBCKPT_FREEZE_F_PERSIST)
+		queue_delayed_work(system_wq, &s->watchdog, msecs_to_jiffies(req->watchdog_ms));
 	mutex_unlock(&ibckpt_sessions_lock);
 	if (old)
 		ibckpt_session_end(old, false);
@@ -378,30 +686,23 @@ int ibckpt_session_freeze(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
 }
 
 /**
- * ibckpt_session_thaw() - release a frozen (or freezing, or aborted) group
- * @pgid: the group, in the caller's pid namespace
+ * ibckpt_session_thaw() - release a frozen (or freezing, or aborted) job
+ * @sel: the session, by id or by its job
  * @why: set to a message for the requester on error
  *
  * Return: 0 or a negative errno.
  */
-int ibckpt_session_thaw(u32 pgid, const char **why)
+int ibckpt_session_thaw(const struct ibckpt_sel *sel, const char **why)
 {
 	struct ibckpt_session *s;
-	struct pid *pgrp;
 
-	rcu_read_lock();
-	pgrp = get_pid(find_vpid(pgid));
-	rcu_read_unlock();
 	mutex_lock(&ibckpt_sessions_lock);
-	s = pgrp ? ibckpt_session_find(pgrp) : NULL;
-	if (s)
+	s = ibckpt_session_lookup(sel, why);
+	if (!IS_ERR(s))
 		list_del(&s->node);
 	mutex_unlock(&ibckpt_sessions_lock);
-	put_pid(pgrp);
-	if (!s) {
-		*why = pgrp ? "the process group is not frozen" : "no such process group";
-		return pgrp ? -ENOENT : -ESRCH;
-	}
+	if (IS_ERR(s))
+		return PTR_ERR(s);
 	ibckpt_session_end(s, false);
 	return 0;
 }
@@ -462,4 +763,6 @@ void ibckpt_sessions_exit(void)
 		ibckpt_session_end(s, false);
 	}
 	ibckpt_parks_wait_idle();
+	/* the sessions' memory is freed after a grace period */
+	rcu_barrier();
 }

@@ -5,7 +5,6 @@
  */
 #include <linux/errno.h>
 #include <linux/mm.h>
-#include <linux/threads.h>
 
 #include "state.h"
 
@@ -57,31 +56,35 @@ void ibckpt_tally_move(struct ibckpt_tally *t, enum ibckpt_thread_state from,
 }
 
 /**
- * ibckpt_converge() - the state a session reaches after a scan of its group
+ * ibckpt_converge() - the state a session reaches after a scan of its job
  * @cur: current state
- * @t: the tally after the scan
+ * @calm: no known thread was on its way to park when the scan started
  * @new_threads: threads the scan found and queued for parking
  * @timed_out: the freeze's deadline has passed
  *
- * A group is frozen only when a scan finds no thread it did not know and no
- * known thread is still on its way to park: a thread created while the
- * scan ran is seen by the next one, and a parked thread cannot create any.
+ * A job is frozen only when a scan that started while every known thread
+ * was parked (or gone) finds no thread it did not know. Sampling "nothing
+ * pending" after the scan instead would miss a child that a pending thread
+ * forked behind the walk's position and then parked: the walk never saw
+ * the child, and nothing pends any more. Every thread a parked thread
+ * created before it parked is visible to a walk that starts afterwards, and
+ * a parked thread creates none.
  *
  * Return: the new state.
  */
-enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, const struct ibckpt_tally *t,
+enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, bool calm,
 				  unsigned int new_threads, bool timed_out)
 {
 	if (cur != IBCKPT_STATE_FREEZING)
 		return cur;
-	if (!new_threads && !t->pending)
+	if (calm && !new_threads)
 		return IBCKPT_STATE_FROZEN;
 	return timed_out ? IBCKPT_STATE_ABORTED : IBCKPT_STATE_FREEZING;
 }
 
 /**
- * ibckpt_freeze_args_check() - validate a freeze request
- * @pgid: process group id
+ * ibckpt_freeze_args_check() - validate a freeze request (the job itself is
+ *	checked by ibckpt_job_args_check())
  * @timeout_ms: how long freezing may take
  * @flags: IBCKPT_FREEZE_F_*
  * @watchdog_ms: for a persistent freeze, when it thaws by itself
@@ -89,13 +92,8 @@ enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, const struct ibckpt_tal
  *
  * Return: 0 or a negative errno.
  */
-int ibckpt_freeze_args_check(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
-			     const char **why)
+int ibckpt_freeze_args_check(u32 timeout_ms, u32 flags, u32 watchdog_ms, const char **why)
 {
-	if (!pgid || pgid > PID_MAX_LIMIT) {
-		*why = "not a process group id";
-		return -EINVAL;
-	}
 	if (!timeout_ms || timeout_ms > IBCKPT_FREEZE_TIMEOUT_MAX_MS) {
 		*why = "timeout must be 1 ms to 10 minutes";
 		return -ERANGE;

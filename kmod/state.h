@@ -28,11 +28,10 @@ void ibckpt_tally_add(struct ibckpt_tally *t, enum ibckpt_thread_state st);
 void ibckpt_tally_move(struct ibckpt_tally *t, enum ibckpt_thread_state from,
 		       enum ibckpt_thread_state to);
 
-enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, const struct ibckpt_tally *t,
+enum ibckpt_state ibckpt_converge(enum ibckpt_state cur, bool calm,
 				  unsigned int new_threads, bool timed_out);
 
-int ibckpt_freeze_args_check(u32 pgid, u32 timeout_ms, u32 flags, u32 watchdog_ms,
-			     const char **why);
+int ibckpt_freeze_args_check(u32 timeout_ms, u32 flags, u32 watchdog_ms, const char **why);
 
 const char *ibckpt_state_name(enum ibckpt_state st);
 

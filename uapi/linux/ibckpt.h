@@ -45,6 +45,7 @@ struct ibckpt_register {
 
 /**
  * enum ibckpt_event_type - records read() from a registered /dev/ibckpt
+ * @IBCKPT_EV_NONE: 0, not an event: the module never sends it
  * @IBCKPT_EV_QUIESCE: a freeze of the process's group starts: close the
  *	verbs gate, drain the CQs, then answer with IBCKPT_IOC_QUIESCED; the
  *	application threads are parked once every provider of the group has
@@ -115,25 +116,37 @@ struct ibckpt_snapshot_arg {
 
 /**
  * enum ibckpt_cmd - generic netlink commands
+ * @IBCKPT_CMD_UNSPEC: unused
  * @IBCKPT_CMD_GET_VERSION: reply carries IBCKPT_A_VERSION, IBCKPT_A_ABI
  * @IBCKPT_CMD_PROC_GET: dump of processes registered through /dev/ibckpt
  *	(one IBCKPT_A_PROC nest per message)
- * @IBCKPT_CMD_FREEZE: start freezing process group IBCKPT_A_PGID (in the
- *	requester's pid namespace), giving up after IBCKPT_A_TIMEOUT_MS;
- *	IBCKPT_A_FLAGS: IBCKPT_FREEZE_F_*. Returns at once with the session
- *	(IBCKPT_A_SESSION_ID); the group is frozen when SESSION_GET says
- *	IBCKPT_STATE_FROZEN. Needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN.
- *	Without IBCKPT_FREEZE_F_PERSIST the freeze is owned by the requesting
- *	netlink socket: when it is closed, the group thaws.
- * @IBCKPT_CMD_THAW: release process group IBCKPT_A_PGID. Same privilege.
+ * @IBCKPT_CMD_FREEZE: start freezing a job (see "Naming a job" below),
+ *	giving up after IBCKPT_A_TIMEOUT_MS; IBCKPT_A_FLAGS: IBCKPT_FREEZE_F_*.
+ *	Returns at once with the session (IBCKPT_A_SESSION_ID); the job is
+ *	frozen when SESSION_GET says IBCKPT_STATE_FROZEN. Needs
+ *	CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN. Without
+ *	IBCKPT_FREEZE_F_PERSIST the freeze is owned by the requesting netlink
+ *	socket: when it is closed, the job thaws. A job with a process another
+ *	session holds is refused with EBUSY; the extended ack's cookie is then
+ *	a struct ibckpt_busy naming both.
+ * @IBCKPT_CMD_THAW: release a job's session, named by IBCKPT_A_SESSION_ID
+ *	or by the job. Same privilege.
  * @IBCKPT_CMD_SESSION_GET: dump of freeze sessions (IBCKPT_A_SESSION nest),
- *	only the one of IBCKPT_A_PGID if given
- * @IBCKPT_CMD_THREAD_GET: dump of the threads of IBCKPT_A_PGID's session
- *	(one IBCKPT_A_THREAD nest per message)
- * @IBCKPT_CMD_SNAPSHOT_GET: dump of the snapshots the providers of frozen
- *	group IBCKPT_A_PGID gave, in pieces: IBCKPT_A_SNAP_TGID,
- *	IBCKPT_A_SNAP_TOTAL, IBCKPT_A_SNAP_OFFSET, IBCKPT_A_SNAP_DATA per
- *	message. Same privilege as FREEZE (snapshots hold addresses and keys).
+ *	only the one named by IBCKPT_A_SESSION_ID or a job if given
+ * @IBCKPT_CMD_THREAD_GET: dump of the threads of a session, named by
+ *	IBCKPT_A_SESSION_ID or its job (one IBCKPT_A_THREAD nest per message)
+ * @IBCKPT_CMD_SNAPSHOT_GET: dump of the snapshots the providers of a frozen
+ *	session (IBCKPT_A_SESSION_ID or its job) gave, in pieces:
+ *	IBCKPT_A_SNAP_TGID, IBCKPT_A_SNAP_TOTAL, IBCKPT_A_SNAP_OFFSET,
+ *	IBCKPT_A_SNAP_DATA per message. Same privilege as FREEZE (snapshots
+ *	hold addresses and keys).
+ * @__IBCKPT_CMD_MAX: number of commands
+ * @IBCKPT_CMD_MAX: highest command
+ *
+ * Naming a job: IBCKPT_A_JOB_TYPE (enum ibckpt_job_type) with
+ * IBCKPT_A_JOB_ID, or IBCKPT_A_CGROUP_FD for a cgroup; IBCKPT_A_PGID alone
+ * is the same as IBCKPT_JOB_PGRP with that id. Ids are in the requester's
+ * pid namespace.
  */
 enum ibckpt_cmd {
 	IBCKPT_CMD_UNSPEC,
@@ -149,6 +162,41 @@ enum ibckpt_cmd {
 	IBCKPT_CMD_MAX = __IBCKPT_CMD_MAX - 1
 };
 
+/**
+ * enum ibckpt_job_type - how a job names its processes
+ * @IBCKPT_JOB_PGRP: the processes of process group IBCKPT_A_JOB_ID
+ * @IBCKPT_JOB_SESSION: the processes of session IBCKPT_A_JOB_ID
+ * @IBCKPT_JOB_TREE: process IBCKPT_A_JOB_ID and its descendants, whatever
+ *	group or session they move to; a child of a member that exits while
+ *	the job is frozen stays a member after it is re-parented
+ * @IBCKPT_JOB_CGROUP: the processes of a cgroup v2 directory and of every
+ *	cgroup below it; IBCKPT_A_CGROUP_FD is an open file descriptor of the
+ *	directory in the requester
+ *
+ * Global init (PID 1) and the requester itself never belong to a job: a job
+ * that contains either is refused.
+ */
+enum ibckpt_job_type {
+	IBCKPT_JOB_PGRP = 1,
+	IBCKPT_JOB_SESSION,
+	IBCKPT_JOB_TREE,
+	IBCKPT_JOB_CGROUP,
+};
+
+/**
+ * struct ibckpt_busy - why a freeze was refused with EBUSY (extended ack
+ *	cookie of IBCKPT_CMD_FREEZE)
+ * @pid: a process of the job that another session holds (requester's pid
+ *	namespace)
+ * @pad: 0
+ * @session: that session's id
+ */
+struct ibckpt_busy {
+	__u32 pid;
+	__u32 pad;
+	__u64 session;
+};
+
 #define IBCKPT_FREEZE_F_PERSIST		_BITUL(0)	/* not owned by the socket */
 #define IBCKPT_FREEZE_F_ALL		IBCKPT_FREEZE_F_PERSIST
 #define IBCKPT_FREEZE_TIMEOUT_MAX_MS	600000u
@@ -156,27 +204,55 @@ enum ibckpt_cmd {
 
 /**
  * enum ibckpt_attr - top-level attributes
+ * @IBCKPT_A_UNSPEC: unused
  * @IBCKPT_A_VERSION: string, module version
  * @IBCKPT_A_ABI: u32, IBCKPT_ABI_VERSION of the module
  * @IBCKPT_A_PROC: nest, enum ibckpt_proc_attr
+ * @IBCKPT_A_PGID: u32: a process group; without IBCKPT_A_JOB_TYPE it
+ *	names the job IBCKPT_JOB_PGRP with that id
+ * @IBCKPT_A_TIMEOUT_MS: u32: FREEZE gives up after this many ms, 1 to
+ *	IBCKPT_FREEZE_TIMEOUT_MAX_MS
+ * @IBCKPT_A_FLAGS: u32: IBCKPT_FREEZE_F_*
+ * @IBCKPT_A_WATCHDOG_MS: u32: PERSIST: thaw after this many ms, at most
+ *	IBCKPT_WATCHDOG_MAX_MS; required with IBCKPT_FREEZE_F_PERSIST and
+ *	refused without it
+ * @IBCKPT_A_SESSION_ID: u64: a freeze session's id (FREEZE's reply; names
+ *	the session in the other requests)
+ * @IBCKPT_A_SESSION: nest: enum ibckpt_session_attr
+ * @IBCKPT_A_THREAD: nest: enum ibckpt_thread_attr
+ * @IBCKPT_A_PAD: padding for 64-bit attributes
+ * @IBCKPT_A_SNAP_TGID: u32: the process a snapshot piece is of (requester's
+ *	pid namespace)
+ * @IBCKPT_A_SNAP_TOTAL: u32: its snapshot's length
+ * @IBCKPT_A_SNAP_OFFSET: u32: where this piece starts
+ * @IBCKPT_A_SNAP_DATA: binary: the piece
+ * @IBCKPT_A_JOB_TYPE: u32: enum ibckpt_job_type
+ * @IBCKPT_A_JOB_ID: u32: the group, session or root process
+ * @IBCKPT_A_CGROUP_FD: u32: IBCKPT_JOB_CGROUP's directory, open (a file
+ *	descriptor of the requester)
+ * @__IBCKPT_A_MAX: number of attributes
+ * @IBCKPT_A_MAX: highest attribute
  */
 enum ibckpt_attr {
 	IBCKPT_A_UNSPEC,
 	IBCKPT_A_VERSION,
 	IBCKPT_A_ABI,
 	IBCKPT_A_PROC,
-	IBCKPT_A_PGID,			/* u32 */
-	IBCKPT_A_TIMEOUT_MS,		/* u32: FREEZE gives up after this */
-	IBCKPT_A_FLAGS,			/* u32: IBCKPT_FREEZE_F_* */
-	IBCKPT_A_WATCHDOG_MS,		/* u32: PERSIST: thaw after this */
-	IBCKPT_A_SESSION_ID,		/* u64 */
-	IBCKPT_A_SESSION,		/* nest: enum ibckpt_session_attr */
-	IBCKPT_A_THREAD,		/* nest: enum ibckpt_thread_attr */
+	IBCKPT_A_PGID,
+	IBCKPT_A_TIMEOUT_MS,
+	IBCKPT_A_FLAGS,
+	IBCKPT_A_WATCHDOG_MS,
+	IBCKPT_A_SESSION_ID,
+	IBCKPT_A_SESSION,
+	IBCKPT_A_THREAD,
 	IBCKPT_A_PAD,
-	IBCKPT_A_SNAP_TGID,		/* u32: the process a snapshot piece is of */
-	IBCKPT_A_SNAP_TOTAL,		/* u32: its snapshot's length */
-	IBCKPT_A_SNAP_OFFSET,		/* u32: where this piece starts */
-	IBCKPT_A_SNAP_DATA,		/* binary: the piece */
+	IBCKPT_A_SNAP_TGID,
+	IBCKPT_A_SNAP_TOTAL,
+	IBCKPT_A_SNAP_OFFSET,
+	IBCKPT_A_SNAP_DATA,
+	IBCKPT_A_JOB_TYPE,
+	IBCKPT_A_JOB_ID,
+	IBCKPT_A_CGROUP_FD,
 
 	__IBCKPT_A_MAX,
 	IBCKPT_A_MAX = __IBCKPT_A_MAX - 1
@@ -184,16 +260,24 @@ enum ibckpt_attr {
 
 /**
  * enum ibckpt_proc_attr - attributes nested in IBCKPT_A_PROC
+ * @IBCKPT_PROC_A_UNSPEC: unused
+ * @IBCKPT_PROC_A_TGID: u32: the registered process
+ * @IBCKPT_PROC_A_PGID: u32: its process group
+ * @IBCKPT_PROC_A_CTRL_TID: u32: its control thread (the one that
+ *	registered)
+ * @IBCKPT_PROC_A_COMM: string: its command name (comm)
+ * @__IBCKPT_PROC_A_MAX: number of attributes
+ * @IBCKPT_PROC_A_MAX: highest attribute
  *
  * Process ids are given in the pid namespace of the requester; a process
  * not visible there is not reported.
  */
 enum ibckpt_proc_attr {
 	IBCKPT_PROC_A_UNSPEC,
-	IBCKPT_PROC_A_TGID,		/* u32 */
-	IBCKPT_PROC_A_PGID,		/* u32 */
-	IBCKPT_PROC_A_CTRL_TID,		/* u32 */
-	IBCKPT_PROC_A_COMM,		/* string */
+	IBCKPT_PROC_A_TGID,
+	IBCKPT_PROC_A_PGID,
+	IBCKPT_PROC_A_CTRL_TID,
+	IBCKPT_PROC_A_COMM,
 
 	__IBCKPT_PROC_A_MAX,
 	IBCKPT_PROC_A_MAX = __IBCKPT_PROC_A_MAX - 1
@@ -213,24 +297,63 @@ enum ibckpt_state {
 	IBCKPT_STATE_ABORTED,
 };
 
+/**
+ * enum ibckpt_session_attr - attributes nested in IBCKPT_A_SESSION
+ * @IBCKPT_SESSION_A_UNSPEC: unused
+ * @IBCKPT_SESSION_A_ID: u64: the session's id
+ * @IBCKPT_SESSION_A_PGID: u32: the job's process group (IBCKPT_JOB_PGRP
+ *	only)
+ * @IBCKPT_SESSION_A_STATE: u32: enum ibckpt_state
+ * @IBCKPT_SESSION_A_FLAGS: u32: IBCKPT_FREEZE_F_*
+ * @IBCKPT_SESSION_A_THREADS: u32: application threads tracked
+ * @IBCKPT_SESSION_A_PARKED: u32: of them, parked
+ * @IBCKPT_SESSION_A_PENDING: u32: asked to park, not parked yet
+ * @IBCKPT_SESSION_A_EXITED: u32: exited during the session
+ * @IBCKPT_SESSION_A_FREEZE_NS: u64: ns from the request to FROZEN, 0 until
+ *	frozen
+ * @IBCKPT_SESSION_A_PAD: padding for 64-bit attributes
+ * @IBCKPT_SESSION_A_PROVIDERS: u32: registered processes asked to quiesce
+ * @IBCKPT_SESSION_A_QUIESCED: u32: ... that answered
+ * @IBCKPT_SESSION_A_DRAINED: u64: completions moved to private queues
+ * @IBCKPT_SESSION_A_OUTSTANDING: u32: sends still posted at the bound
+ * @IBCKPT_SESSION_A_QUIESCE_ERR: u32: errno the first failing provider
+ *	gave (ENOBUFS if its event queue was full); absent (0) if none failed
+ * @IBCKPT_SESSION_A_QUIESCE_PID: u32: tgid of that provider (reader's pid
+ *	ns); only with IBCKPT_SESSION_A_QUIESCE_ERR
+ * @IBCKPT_SESSION_A_JOB_TYPE: u32: enum ibckpt_job_type
+ * @IBCKPT_SESSION_A_JOB_ID: u32: group, session or root (reader's pid ns);
+ *	absent for IBCKPT_JOB_CGROUP
+ * @IBCKPT_SESSION_A_CGROUP: string: IBCKPT_JOB_CGROUP's path (reader's
+ *	cgroup ns)
+ * @IBCKPT_SESSION_A_PROCS: u32: processes of the job found so far
+ * @__IBCKPT_SESSION_A_MAX: number of attributes
+ * @IBCKPT_SESSION_A_MAX: highest attribute
+ *
+ * A session whose group, session or root process is not visible in the
+ * reader's pid namespace is not reported.
+ */
 enum ibckpt_session_attr {
 	IBCKPT_SESSION_A_UNSPEC,
-	IBCKPT_SESSION_A_ID,		/* u64 */
-	IBCKPT_SESSION_A_PGID,		/* u32 */
-	IBCKPT_SESSION_A_STATE,		/* u32: enum ibckpt_state */
-	IBCKPT_SESSION_A_FLAGS,		/* u32: IBCKPT_FREEZE_F_* */
-	IBCKPT_SESSION_A_THREADS,	/* u32: application threads tracked */
-	IBCKPT_SESSION_A_PARKED,	/* u32 */
-	IBCKPT_SESSION_A_PENDING,	/* u32: asked to park, not parked yet */
-	IBCKPT_SESSION_A_EXITED,	/* u32 */
-	IBCKPT_SESSION_A_FREEZE_NS,	/* u64: request to FROZEN */
+	IBCKPT_SESSION_A_ID,
+	IBCKPT_SESSION_A_PGID,
+	IBCKPT_SESSION_A_STATE,
+	IBCKPT_SESSION_A_FLAGS,
+	IBCKPT_SESSION_A_THREADS,
+	IBCKPT_SESSION_A_PARKED,
+	IBCKPT_SESSION_A_PENDING,
+	IBCKPT_SESSION_A_EXITED,
+	IBCKPT_SESSION_A_FREEZE_NS,
 	IBCKPT_SESSION_A_PAD,
-	IBCKPT_SESSION_A_PROVIDERS,	/* u32: registered processes asked to quiesce */
-	IBCKPT_SESSION_A_QUIESCED,	/* u32: ... that answered */
-	IBCKPT_SESSION_A_DRAINED,	/* u64: completions moved to private queues */
-	IBCKPT_SESSION_A_OUTSTANDING,	/* u32: sends still posted at the bound */
-	IBCKPT_SESSION_A_QUIESCE_ERR,	/* u32: errno a provider failed with, 0 */
-	IBCKPT_SESSION_A_QUIESCE_PID,	/* u32: tgid of that provider (reader's pid ns) */
+	IBCKPT_SESSION_A_PROVIDERS,
+	IBCKPT_SESSION_A_QUIESCED,
+	IBCKPT_SESSION_A_DRAINED,
+	IBCKPT_SESSION_A_OUTSTANDING,
+	IBCKPT_SESSION_A_QUIESCE_ERR,
+	IBCKPT_SESSION_A_QUIESCE_PID,
+	IBCKPT_SESSION_A_JOB_TYPE,
+	IBCKPT_SESSION_A_JOB_ID,
+	IBCKPT_SESSION_A_CGROUP,
+	IBCKPT_SESSION_A_PROCS,
 
 	__IBCKPT_SESSION_A_MAX,
 	IBCKPT_SESSION_A_MAX = __IBCKPT_SESSION_A_MAX - 1
@@ -251,13 +374,27 @@ enum ibckpt_thread_state {
 	IBCKPT_THREAD_EXITED,
 };
 
+/**
+ * enum ibckpt_thread_attr - attributes nested in IBCKPT_A_THREAD
+ * @IBCKPT_THREAD_A_UNSPEC: unused
+ * @IBCKPT_THREAD_A_TID: u32: the thread (reader's pid ns)
+ * @IBCKPT_THREAD_A_TGID: u32: its process (reader's pid ns), 0 once the
+ *	thread is gone
+ * @IBCKPT_THREAD_A_STATE: u32: enum ibckpt_thread_state
+ * @IBCKPT_THREAD_A_USER_IP: u64: where it will resume in user space,
+ *	recorded when it parked
+ * @IBCKPT_THREAD_A_SYSCALL: u32: syscall it was in + 1, 0 = none
+ * @IBCKPT_THREAD_A_PAD: padding for 64-bit attributes
+ * @__IBCKPT_THREAD_A_MAX: number of attributes
+ * @IBCKPT_THREAD_A_MAX: highest attribute
+ */
 enum ibckpt_thread_attr {
 	IBCKPT_THREAD_A_UNSPEC,
-	IBCKPT_THREAD_A_TID,		/* u32 */
-	IBCKPT_THREAD_A_TGID,		/* u32 */
-	IBCKPT_THREAD_A_STATE,		/* u32: enum ibckpt_thread_state */
-	IBCKPT_THREAD_A_USER_IP,	/* u64: where it will resume */
-	IBCKPT_THREAD_A_SYSCALL,	/* u32: syscall it was in + 1, 0 = none */
+	IBCKPT_THREAD_A_TID,
+	IBCKPT_THREAD_A_TGID,
+	IBCKPT_THREAD_A_STATE,
+	IBCKPT_THREAD_A_USER_IP,
+	IBCKPT_THREAD_A_SYSCALL,
 	IBCKPT_THREAD_A_PAD,
 
 	__IBCKPT_THREAD_A_MAX,
