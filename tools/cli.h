@@ -6,6 +6,7 @@
 #define IBCKPT_TOOLS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <linux/ibckpt.h>
 #include "nl.h"
 
@@ -27,6 +28,45 @@ int cli_fail(int err, const char *what, const char *extack);
 /* Parse a process group id; prints the error and returns -1 if malformed. */
 int cli_pgid(const char *s, unsigned int *pgid);
 
+/*
+ * job.c: how a command names a job. Commands add CLI_JOB_OPTIONS to their
+ * getopt_long table and pass each option to cli_job_opt() (1: taken, -1:
+ * malformed, message printed; 0: not a job option), then the operands to
+ * cli_job_finish() (a lone operand is a PGID).
+ */
+struct cli_job {
+	unsigned int type;	/* IBCKPT_JOB_*, 0 if none named */
+	unsigned int id;	/* the group, session or root process */
+	const char *cgroup;	/* IBCKPT_JOB_CGROUP: its directory */
+	uint64_t session;	/* --id: an existing freeze session */
+};
+
+enum { CLI_OPT_SESSION = 0x100, CLI_OPT_TREE, CLI_OPT_CGROUP, CLI_OPT_ID };
+#define CLI_JOB_OPTIONS \
+	{ "session", required_argument, NULL, CLI_OPT_SESSION }, \
+	{ "tree", required_argument, NULL, CLI_OPT_TREE }, \
+	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP }, \
+	{ "id", required_argument, NULL, CLI_OPT_ID }
+#define CLI_JOB_USAGE "{PGID | --session SID | --tree PID | --cgroup DIR}"
+#define CLI_JOB_BY_ID		1	/* --id SESSION is allowed */
+#define CLI_JOB_OPTIONAL	2	/* naming no job is allowed */
+
+int cli_job_opt(int c, const char *arg, struct cli_job *j);
+int cli_job_finish(struct cli_job *j, int argc, char **argv, int optind, int flags);
+/* Refuse a negative number among the arguments before getopt sees it (-1). */
+int cli_job_negative(int argc, char **argv);
+const char *cli_job_describe(const struct cli_job *j, char *buf, size_t len);
+const char *cli_job_type_name(unsigned int type);
+/* "job":{"type":...,"id"|"path":...} (and "pgid" for a process group) */
+void cli_job_json(FILE *f, const struct cli_job *j);
+/*
+ * session.c: add the job (or session id) to a request; a cgroup is opened
+ * and passed as a file descriptor, closed by cli_job_close(). Returns 0, or
+ * 1 after printing why not (no such directory).
+ */
+int cli_job_put(struct nl_msg *m, struct cli_job *j);
+void cli_job_close(void);
+
 int cmd_status(int argc, char **argv);
 int cmd_freeze(int argc, char **argv);
 int cmd_thaw(int argc, char **argv);
@@ -35,7 +75,9 @@ int cmd_dump(int argc, char **argv);
 /* session.c: what the module says about freeze sessions */
 struct cli_session {
 	uint64_t id;
-	unsigned int pgid, state, flags, threads, parked, pending, exited;
+	struct cli_job job;	/* cgroup: points into @cgroup */
+	char cgroup[256];
+	unsigned int procs, state, flags, threads, parked, pending, exited;
 	uint64_t freeze_ns;
 	/* the providers' part: asked, answered, drained, outstanding, failure */
 	unsigned int providers, quiesced, outstanding, quiesce_err, quiesce_pid;
@@ -58,9 +100,10 @@ struct cli_threads {
 	unsigned int n;
 };
 
-int cli_get_sessions(struct ibnl *n, unsigned int pgid, struct cli_sessions *l,
+/* The sessions @filter names (or all, with an empty filter). */
+int cli_get_sessions(struct ibnl *n, struct cli_job *filter, struct cli_sessions *l,
 		     char *ext, size_t extlen);
-int cli_get_threads(struct ibnl *n, unsigned int pgid, struct cli_threads *l,
+int cli_get_threads(struct ibnl *n, uint64_t session, struct cli_threads *l,
 		    char *ext, size_t extlen);
 const char *cli_state_name(unsigned int st);
 

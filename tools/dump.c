@@ -85,56 +85,62 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		CLI_JOB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
 	struct snaps l = { 0 };
-	char ext[256], what[96], err_s[256];
-	unsigned int pgid, i;
+	struct cli_job job = { 0 };
+	char ext[256] = "", what[320], desc[288], err_s[256];
+	unsigned int i;
 	struct nl_msg *m;
 	struct ibnl n;
 	int c, err, rc = 0;
 	FILE *f;
 
+	if (cli_job_negative(argc, argv))
+		return 2;
 	optind = 0;	/* 0: re-initialise, GNU argument permutation included */
 	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-		if (c != 'o') {
-			fprintf(stderr, "usage: ibckpt dump PGID [-o FILE]\n");
-			return 2;
+		if (c == 'o') {
+			out = optarg;
+			continue;
 		}
-		out = optarg;
+		err = cli_job_opt(c, optarg, &job);
+		if (err <= 0)
+			goto usage;
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: ibckpt dump PGID [-o FILE]\n");
-		return 2;
-	}
-	if (cli_pgid(argv[optind], &pgid))
-		return 2;
+	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+		goto usage;
+	cli_job_describe(&job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot dump %s", desc);
 	if (ibnl_open(&n, 0))
 		return 1;
 	m = ibnl_msg(&n, IBCKPT_CMD_SNAPSHOT_GET, NLM_F_DUMP);
-	if (!m || nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
+	err = cli_job_put(m, &job);
+	if (err) {
 		nlmsg_free(m);
 		ibnl_close(&n);
-		return cli_fail(-ENOMEM, "dump", NULL);
+		cli_job_close();
+		return err > 0 ? 1 : cli_fail(err, what, NULL);
 	}
 	err = ibnl_call(&n, m, on_piece, &l, ext, sizeof(ext));
 	ibnl_close(&n);
-	snprintf(what, sizeof(what), "cannot dump process group %u", pgid);
+	cli_job_close();
 	if (err) {
 		snaps_free(&l);
 		if (!*ext && err == -ENOENT)	/* the module's reason, if it was not passed on */
-			snprintf(ext, sizeof(ext), "the process group is not frozen");
+			snprintf(ext, sizeof(ext), "the job is not frozen");
 		return cli_fail(err, what, ext);
 	}
 	if (l.bad) {
 		snaps_free(&l);
 		fprintf(stderr, "ibckpt: %s: a snapshot changed while it was read; "
-			"is the group still frozen?\n", what);
+			"is the job still frozen?\n", what);
 		return 1;
 	}
 	if (!l.n) {
-		fprintf(stderr, "ibckpt: %s: no snapshot: the group is not frozen, or none of "
+		fprintf(stderr, "ibckpt: %s: no snapshot: the job is not frozen, or none of "
 			"its processes uses the ibckpt provider\n", what);
 		return 1;
 	}
@@ -165,15 +171,25 @@ int cmd_dump(int argc, char **argv)
 			fprintf(stderr, "ibckpt: %s: write failed\n", out);
 			rc = 1;
 		} else if (json) {
-			printf("{\"pgid\":%u,\"processes\":%u,\"file\":", pgid, l.n);
+			putchar('{');
+			if (job.type) {
+				cli_job_json(stdout, &job);
+				putchar(',');
+			}
+			printf("\"processes\":%u,\"file\":", l.n);
 			json_str(stdout, out);
 			printf("}\n");
 		} else {
-			printf("%u process snapshot%s of group %u written to %s\n", l.n,
-			       l.n == 1 ? "" : "s", pgid, out);
+			printf("%u process snapshot%s of %s written to %s\n", l.n,
+			       l.n == 1 ? "" : "s", desc, out);
 		}
 	} else if (json) {
-		printf("{\"pgid\":%u,\"processes\":[", pgid);
+		putchar('{');
+		if (job.type) {
+			cli_job_json(stdout, &job);
+			putchar(',');
+		}
+		printf("\"processes\":[");
 		for (i = 0; i < l.n; i++) {
 			if (i)
 				putchar(',');
@@ -186,4 +202,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	snaps_free(&l);
 	return rc;
+usage:
+	fprintf(stderr, "usage: ibckpt dump " CLI_JOB_USAGE " | --id SESSION [-o FILE]\n");
+	return 2;
 }

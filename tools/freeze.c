@@ -45,33 +45,32 @@ static int on_freeze_reply(struct nlattr **a, void *arg)
 	return 0;
 }
 
-static int send_thaw(struct ibnl *n, unsigned int pgid, char *ext, size_t extlen)
+static int send_thaw(struct ibnl *n, struct cli_job *j, char *ext, size_t extlen)
 {
 	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THAW, 0);
+	int rc = cli_job_put(m, j);
 
-	if (m && nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
+	if (rc) {
 		nlmsg_free(m);
-		return -ENOMEM;
+		return rc < 0 ? rc : -EBADF;
 	}
 	return ibnl_call(n, m, NULL, NULL, ext, extlen);
 }
 
-/* The session of @pgid with this @id; 0 found, -ENOENT gone, <0 error. */
-static int get_session(struct ibnl *n, unsigned int pgid, uint64_t id, struct cli_session *out)
+/* The session with this @id; 0 found, -ENOENT gone, <0 error. */
+static int get_session(struct ibnl *n, uint64_t id, struct cli_session *out)
 {
+	struct cli_job by_id = { .session = id };
 	struct cli_sessions l;
 	char ext[256];
-	unsigned int i;
 	int err;
 
-	err = cli_get_sessions(n, pgid, &l, ext, sizeof(ext));
-	if (!err) {
+	err = cli_get_sessions(n, &by_id, &l, ext, sizeof(ext));
+	if (!err && l.n == 1 && l.v[0].id == id) {
+		*out = l.v[0];
+		out->job.cgroup = out->cgroup;
+	} else if (!err) {
 		err = -ENOENT;
-		for (i = 0; i < l.n; i++)
-			if (l.v[i].id == id) {
-				*out = l.v[i];
-				err = 0;
-			}
 	}
 	free(l.v);
 	return err;
@@ -82,13 +81,13 @@ static int get_session(struct ibnl *n, unsigned int pgid, uint64_t id, struct cl
  * has released the others, which are running again (see
  * cli_thread_never_parked()).
  */
-static void report_stragglers(struct ibnl *n, unsigned int pgid)
+static void report_stragglers(struct ibnl *n, uint64_t id)
 {
 	struct cli_threads t;
 	char ext[256];
 	unsigned int i;
 
-	if (cli_get_threads(n, pgid, &t, ext, sizeof(ext)))
+	if (cli_get_threads(n, id, &t, ext, sizeof(ext)))
 		t.n = 0;	/* what was read may be partial: name no one */
 	for (i = 0; i < t.n; i++)
 		if (cli_thread_never_parked(&t.v[i]))
@@ -97,18 +96,21 @@ static void report_stragglers(struct ibnl *n, unsigned int pgid)
 	free(t.v);
 }
 
-static void print_frozen(const struct cli_session *s, int persist)
+static void print_frozen(const struct cli_session *s, const char *desc, int persist)
 {
 	if (json) {
-		printf("{\"pgid\":%u,\"session\":%llu,\"state\":\"frozen\",\"threads\":%u,"
+		putchar('{');
+		cli_job_json(stdout, &s->job);
+		printf(",\"session\":%llu,\"state\":\"frozen\",\"procs\":%u,\"threads\":%u,"
 		       "\"parked\":%u,\"exited\":%u,\"freeze_us\":%.1f,\"persist\":%s,"
 		       "\"providers\":%u,\"drained\":%llu,\"outstanding\":%u}\n",
-		       s->pgid, (unsigned long long)s->id, s->threads, s->parked, s->exited,
+		       (unsigned long long)s->id, s->procs, s->threads, s->parked, s->exited,
 		       (double)s->freeze_ns / 1e3, json_bool(persist), s->providers,
 		       (unsigned long long)s->drained, s->outstanding);
 	} else {
-		printf("process group %u frozen: %u threads parked, %u exited, in %.3f ms\n",
-		       s->pgid, s->parked, s->exited, (double)s->freeze_ns / 1e6);
+		printf("%s frozen: %u threads parked, %u exited, in %.3f ms (%u processes, "
+		       "session %llu)\n", desc, s->parked, s->exited, (double)s->freeze_ns / 1e6,
+		       s->procs, (unsigned long long)s->id);
 		if (s->providers)
 			printf("  %u providers quiesced: %llu completions drained, "
 			       "%u sends outstanding\n", s->providers,
@@ -117,26 +119,53 @@ static void print_frozen(const struct cli_session *s, int persist)
 	fflush(stdout);
 }
 
+/* A refused freeze: the kernel's reason, and who holds a busy process. */
+static int freeze_refused(struct ibnl *n, int err, const char *what, const char *ext)
+{
+	struct ibckpt_busy b;
+
+	if (err == -EBUSY && n->cookie_len == sizeof(b)) {
+		memcpy(&b, n->cookie, sizeof(b));
+		if (b.pid)
+			fprintf(stderr, "ibckpt: %s: process %u is frozen by session %llu "
+				"(ibckpt status --id %llu)\n", what, b.pid,
+				(unsigned long long)b.session, (unsigned long long)b.session);
+		else
+			fprintf(stderr, "ibckpt: %s: the job is already frozen (session %llu)\n",
+				what, (unsigned long long)b.session);
+		return 1;
+	}
+	return cli_fail(err, what, ext);
+}
+
+static void freeze_usage(void)
+{
+	fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] " CLI_JOB_USAGE "\n");
+}
+
 int cmd_freeze(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "timeout", required_argument, NULL, 't' },
 		{ "persist", required_argument, NULL, 'p' },
+		CLI_JOB_OPTIONS,
 		{ 0 }
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned long timeout_ms = 10000, persist_s = 0;
 	struct cli_session s = { 0 };
-	unsigned int pgid;
-	char ext[256], what[64], *end;
+	struct cli_job job = { 0 }, by_id = { 0 };
+	char ext[256], what[320], desc[288], *end;
 	struct ibnl n;
 	struct nl_msg *m;
 	uint64_t id = 0;
 	double t0, sleep_s = 0.001;
 	int c, err, rc = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:p:", opts, NULL)) != -1) {
+	if (cli_job_negative(argc, argv))
+		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "t:p:", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			timeout_ms = strtoul(optarg, &end, 10);
@@ -155,17 +184,20 @@ int cmd_freeze(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] PGID\n");
+			err = cli_job_opt(c, optarg, &job);
+			if (err > 0)
+				break;
+			if (!err)
+				freeze_usage();
 			return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] PGID\n");
+	if (cli_job_finish(&job, argc, argv, optind, 0)) {
+		freeze_usage();
 		return 2;
 	}
-	if (cli_pgid(argv[optind], &pgid))
-		return 2;
-	snprintf(what, sizeof(what), "cannot freeze process group %u", pgid);
+	cli_job_describe(&job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot freeze %s", desc);
 	if (ibnl_open(&n, 0))
 		return 1;
 	sigaction(SIGINT, &sa, NULL);
@@ -174,8 +206,12 @@ int cmd_freeze(int argc, char **argv)
 
 	t0 = now();
 	m = ibnl_msg(&n, IBCKPT_CMD_FREEZE, 0);
-	if (m && (nla_put_u32(m, IBCKPT_A_PGID, pgid) ||
-		  nla_put_u32(m, IBCKPT_A_TIMEOUT_MS, (uint32_t)timeout_ms) ||
+	err = cli_job_put(m, &job);
+	if (err > 0) {
+		nlmsg_free(m);
+		goto out;
+	}
+	if (m && (err || nla_put_u32(m, IBCKPT_A_TIMEOUT_MS, (uint32_t)timeout_ms) ||
 		  (persist_s && (nla_put_u32(m, IBCKPT_A_FLAGS, IBCKPT_FREEZE_F_PERSIST) ||
 				 nla_put_u32(m, IBCKPT_A_WATCHDOG_MS,
 					     (uint32_t)(persist_s * 1000)))))) {
@@ -184,13 +220,15 @@ int cmd_freeze(int argc, char **argv)
 	}
 	err = ibnl_call(&n, m, on_freeze_reply, &id, ext, sizeof(ext));
 	if (err) {
-		ibnl_close(&n);
-		return cli_fail(err, what, ext);
+		rc = freeze_refused(&n, err, what, ext);
+		goto out;
 	}
+	/* from here on the session is named by its id: the job may die or move */
+	by_id.session = id;
 
 	/* wait for the module's verdict; it gives up by itself at the timeout */
 	for (;;) {
-		err = get_session(&n, pgid, id, &s);
+		err = get_session(&n, id, &s);
 		if (err || s.state != IBCKPT_STATE_FREEZING || interrupted)
 			break;
 		if (now() - t0 > (double)timeout_ms / 1e3 + 5) {
@@ -204,20 +242,20 @@ int cmd_freeze(int argc, char **argv)
 	if (err || s.state != IBCKPT_STATE_FROZEN) {
 		if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesce_err) {
 			fprintf(stderr, "ibckpt: %s: the provider of process %u could not quiesce "
-				"(%s); the group was left running\n", what, s.quiesce_pid,
+				"(%s); the job was left running\n", what, s.quiesce_pid,
 				strerror((int)s.quiesce_err));
 		} else if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesced < s.providers) {
 			fprintf(stderr, "ibckpt: %s: %u of %u providers did not quiesce within %lu ms; "
-				"the group was left running\n", what, s.providers - s.quiesced,
+				"the job was left running\n", what, s.providers - s.quiesced,
 				s.providers, timeout_ms);
 		} else if (!err && s.state == IBCKPT_STATE_ABORTED) {
 			fprintf(stderr, "ibckpt: %s: not every thread parked within %lu ms; "
-				"the group was left running\n", what, timeout_ms);
-			report_stragglers(&n, pgid);
+				"the job was left running\n", what, timeout_ms);
+			report_stragglers(&n, id);
 		} else if (!err && s.state == IBCKPT_STATE_FREEZING) {	/* interrupted */
-			err = send_thaw(&n, pgid, ext, sizeof(ext));
+			err = send_thaw(&n, &by_id, ext, sizeof(ext));
 			if (!err || err == -ENOENT)
-				fprintf(stderr, "ibckpt: %s: interrupted; the group was thawed\n",
+				fprintf(stderr, "ibckpt: %s: interrupted; the job was thawed\n",
 					what);
 			else if (*ext)
 				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s (%s)\n",
@@ -228,10 +266,10 @@ int cmd_freeze(int argc, char **argv)
 			goto out;
 		} else if (err == -ETIMEDOUT) {
 			fprintf(stderr, "ibckpt: %s: the module gave no verdict within %lu ms; "
-				"thawing the group\n", what, timeout_ms + 5000);
+				"thawing the job\n", what, timeout_ms + 5000);
 		} else if (err == -ENOENT) {
-			/* nothing of ours to thaw: a new freeze of the group may be someone else's */
-			fprintf(stderr, "ibckpt: %s: the freeze ended before the group was "
+			/* nothing of ours to thaw: a new freeze of the job may be someone else's */
+			fprintf(stderr, "ibckpt: %s: the freeze ended before the job was "
 				"frozen (thawed by someone else?)\n", what);
 			goto out;
 		} else if (err) {
@@ -240,10 +278,11 @@ int cmd_freeze(int argc, char **argv)
 			fprintf(stderr, "ibckpt: %s: unexpected session state %s\n", what,
 				cli_state_name(s.state));
 		}
-		send_thaw(&n, pgid, ext, sizeof(ext));
+		send_thaw(&n, &by_id, ext, sizeof(ext));
 		goto out;
 	}
-	print_frozen(&s, persist_s != 0);
+	s.job = job;	/* as the user named it (the module gives a cgroup's path its own way) */
+	print_frozen(&s, desc, persist_s != 0);
 	if (persist_s) {
 		rc = 0;
 		goto out;
@@ -251,10 +290,11 @@ int cmd_freeze(int argc, char **argv)
 
 	/* hold the freeze: it ends with this socket */
 	if (!json)
-		printf("holding the freeze: interrupt this command or run 'ibckpt thaw %u'\n", pgid);
+		printf("holding the freeze: interrupt this command or run 'ibckpt thaw --id %llu'\n",
+		       (unsigned long long)id);
 	fflush(stdout);
 	while (!interrupted) {
-		err = get_session(&n, pgid, id, &s);
+		err = get_session(&n, id, &s);
 		if (err == -ENOENT) {	/* thawed by someone else */
 			rc = 0;
 			goto out;
@@ -265,41 +305,60 @@ int cmd_freeze(int argc, char **argv)
 		}
 		usleep(100000);
 	}
-	err = send_thaw(&n, pgid, ext, sizeof(ext));
+	err = send_thaw(&n, &by_id, ext, sizeof(ext));
 	rc = err && err != -ENOENT ? cli_fail(err, "thaw", ext) : 0;
 	if (!rc && !json)
-		printf("process group %u thawed\n", pgid);
+		printf("%s thawed\n", desc);
 out:
 	ibnl_close(&n);
+	cli_job_close();
 	return rc;
 }
 
 int cmd_thaw(int argc, char **argv)
 {
-	unsigned int pgid;
-	char ext[256], what[64];
+	static const struct option opts[] = { CLI_JOB_OPTIONS, { 0 } };
+	struct cli_job job = { 0 };
+	char ext[256] = "", what[320], desc[288];
 	struct ibnl n;
 	double t0;
-	int err;
+	int c, err;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: ibckpt thaw PGID\n");
+	if (cli_job_negative(argc, argv))
 		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		err = cli_job_opt(c, optarg, &job);
+		if (err <= 0)
+			goto usage;
 	}
-	if (cli_pgid(argv[1], &pgid))
-		return 2;
+	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+		goto usage;
 	if (ibnl_open(&n, 0))
 		return 1;
+	cli_job_describe(&job, desc, sizeof(desc));
 	t0 = now();
-	err = send_thaw(&n, pgid, ext, sizeof(ext));
+	err = send_thaw(&n, &job, ext, sizeof(ext));
 	t0 = now() - t0;
 	ibnl_close(&n);
-	snprintf(what, sizeof(what), "cannot thaw process group %u", pgid);
+	cli_job_close();
+	snprintf(what, sizeof(what), "cannot thaw %s", desc);
+	if (err == -EBADF && !*ext)
+		return 1;	/* the cgroup directory could not be opened: said */
 	if (err)
 		return cli_fail(err, what, ext);
-	if (json)
-		printf("{\"pgid\":%u,\"state\":\"thawed\",\"thaw_us\":%.1f}\n", pgid, t0 * 1e6);
-	else
-		printf("process group %u thawed\n", pgid);
+	if (json) {
+		putchar('{');
+		if (job.type)
+			cli_job_json(stdout, &job);
+		else
+			printf("\"session\":%llu", (unsigned long long)job.session);
+		printf(",\"state\":\"thawed\",\"thaw_us\":%.1f}\n", t0 * 1e6);
+	} else {
+		printf("%s thawed\n", desc);
+	}
 	return 0;
+usage:
+	fprintf(stderr, "usage: ibckpt thaw " CLI_JOB_USAGE " | --id SESSION\n");
+	return 2;
 }

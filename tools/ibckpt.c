@@ -25,14 +25,20 @@ static void usage(FILE *f)
 		"usage: ibckpt [-j] COMMAND [ARGS]\n"
 		"       ibckpt -V | --version\n"
 		"commands:\n"
-		"  status [PGID]        freeze sessions, their threads, registered processes\n"
-		"  freeze [--timeout MS] [--persist SECS] PGID\n"
-		"                       park every application thread of process group PGID;\n"
+		"  status [JOB]         freeze sessions, their threads, registered processes\n"
+		"  freeze [--timeout MS] [--persist SECS] JOB\n"
+		"                       park every application thread of every process of JOB;\n"
 		"                       holds the freeze until interrupted or thawed, or with\n"
 		"                       --persist returns and thaws by itself after SECS\n"
-		"  thaw PGID            release process group PGID\n"
-		"  dump PGID [-o FILE]  the verbs snapshot of each process of frozen group\n"
-		"                       PGID: printed, or written as is to FILE\n"
+		"  thaw JOB             release JOB\n"
+		"  dump JOB [-o FILE]   the verbs snapshot of each process of frozen JOB:\n"
+		"                       printed, or written as is to FILE\n"
+		"jobs:\n"
+		"  PGID                 a process group\n"
+		"  --session SID        a session (e.g. an MPI launcher started by setsid)\n"
+		"  --tree PID           a process and all its descendants\n"
+		"  --cgroup DIR         a cgroup v2 directory and every cgroup below it\n"
+		"  --id SESSION         (thaw, status, dump) a freeze session by its id\n"
 		"options:\n"
 		"  -j, --json           JSON output (also accepted after the command)\n"
 		"  -h, --help           this text\n");
@@ -108,7 +114,8 @@ int main(int argc, char **argv)
 	};
 	/* the commands' options that take a value, which may be "-j" */
 	static const char *const valued[] = { "-t", "--timeout", "-p", "--persist", "-o",
-					       "--output", NULL };
+					       "--output", "--session", "--tree", "--cgroup",
+					       "--id", NULL };
 	int c, version = 0;
 
 	/* -j may follow the command; the command's own options come after it */

@@ -62,6 +62,7 @@ struct nl_msg *ibnl_msg(struct ibnl *n, int cmd, int flags)
 }
 
 struct call {
+	struct ibnl *n;
 	ibnl_cb cb;
 	void *arg;
 	int err;
@@ -103,8 +104,17 @@ static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 	if ((nlh->nlmsg_flags & NLM_F_ACK_TLVS) && (nlh->nlmsg_flags & NLM_F_CAPPED) &&
 	    len > (int)hlen &&
 	    !nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)nlh + hlen),
-		       len - (int)hlen, NULL) && tb[NLMSGERR_ATTR_MSG])
-		snprintf(c->errmsg, c->errlen, "%s", nla_get_string(tb[NLMSGERR_ATTR_MSG]));
+		       len - (int)hlen, NULL)) {
+		if (tb[NLMSGERR_ATTR_MSG])
+			snprintf(c->errmsg, c->errlen, "%s",
+				 nla_get_string(tb[NLMSGERR_ATTR_MSG]));
+		if (tb[NLMSGERR_ATTR_COOKIE] &&
+		    nla_len(tb[NLMSGERR_ATTR_COOKIE]) <= (int)sizeof(c->n->cookie)) {
+			c->n->cookie_len = (unsigned int)nla_len(tb[NLMSGERR_ATTR_COOKIE]);
+			memcpy(c->n->cookie, nla_data(tb[NLMSGERR_ATTR_COOKIE]),
+			       c->n->cookie_len);
+		}
+	}
 	return NL_STOP;
 }
 
@@ -130,10 +140,11 @@ static int on_finish(struct nl_msg *msg, void *arg)
 int ibnl_call(struct ibnl *n, struct nl_msg *msg, ibnl_cb cb, void *arg,
 	      char *errmsg, size_t errlen)
 {
-	struct call c = { .cb = cb, .arg = arg, .errmsg = errmsg, .errlen = errlen };
+	struct call c = { .n = n, .cb = cb, .arg = arg, .errmsg = errmsg, .errlen = errlen };
 	struct nl_cb *nlcb;
 	int rc;
 
+	n->cookie_len = 0;
 	if (errlen)
 		errmsg[0] = '\0';
 	if (!msg)

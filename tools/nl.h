@@ -11,6 +11,9 @@
 struct ibnl {
 	struct nl_sock *sk;
 	int family;
+	/* the extended ack's cookie of the last failed request (e.g. struct ibckpt_busy) */
+	unsigned char cookie[20];
+	unsigned int cookie_len;
 };
 
 /* Connect and resolve the family; on failure (unless @quiet) prints why, returns -1. */

@@ -3,10 +3,60 @@
  * Reading freeze sessions and their threads (SESSION_GET, THREAD_GET).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <linux/ibckpt.h>
 #include "cli.h"
+
+/* The cgroup directory a request names; open until the command is done. */
+static int cgroup_fd = -1;
+
+int cli_job_put(struct nl_msg *m, struct cli_job *j)
+{
+	if (!m)
+		return 0;	/* ibnl_call() reports it */
+	if (j->session)
+		return nla_put_u64(m, IBCKPT_A_SESSION_ID, j->session) ? -ENOMEM : 0;
+	if (!j->type)
+		return 0;
+	if (nla_put_u32(m, IBCKPT_A_JOB_TYPE, j->type))
+		return -ENOMEM;
+	if (j->type != IBCKPT_JOB_CGROUP)
+		return nla_put_u32(m, IBCKPT_A_JOB_ID, j->id) ? -ENOMEM : 0;
+	if (cgroup_fd < 0) {
+		cgroup_fd = open(j->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cgroup_fd < 0) {
+			fprintf(stderr, "ibckpt: %s: %s\n", j->cgroup,
+				errno == ENOENT ? "no such cgroup" :
+				errno == ENOTDIR ? "not a cgroup v2 directory" : strerror(errno));
+			return 1;
+		}
+	}
+	return nla_put_u32(m, IBCKPT_A_CGROUP_FD, (uint32_t)cgroup_fd) ? -ENOMEM : 0;
+}
+
+void cli_job_close(void)
+{
+	if (cgroup_fd >= 0)
+		close(cgroup_fd);
+	cgroup_fd = -1;
+}
+
+/* Add the job to a new request; NULL (the request freed) after an error, printed. */
+static struct nl_msg *with_job(struct nl_msg *m, struct cli_job *j, int *err)
+{
+	int rc = cli_job_put(m, j);
+
+	*err = 0;
+	if (!rc)
+		return m;
+	nlmsg_free(m);
+	*err = rc < 0 ? rc : -EBADF;
+	return NULL;
+}
 
 const char *cli_state_name(unsigned int st)
 {
@@ -41,15 +91,21 @@ static int on_session(struct nlattr **a, void *arg)
 
 	if (!a[IBCKPT_A_SESSION] ||
 	    nla_parse_nested(s, IBCKPT_SESSION_A_MAX, a[IBCKPT_A_SESSION], NULL) ||
-	    !s[IBCKPT_SESSION_A_ID] || !s[IBCKPT_SESSION_A_PGID] || !s[IBCKPT_SESSION_A_STATE])
+	    !s[IBCKPT_SESSION_A_ID] || !s[IBCKPT_SESSION_A_JOB_TYPE] || !s[IBCKPT_SESSION_A_STATE])
 		return -EBADMSG;
 	v = realloc(l->v, sizeof(*v) * (l->n + 1));
 	if (!v)
 		return -ENOMEM;
 	l->v = v;
 	v = &l->v[l->n++];
+	memset(v, 0, sizeof(*v));
 	v->id = nla_get_u64(s[IBCKPT_SESSION_A_ID]);
-	v->pgid = nla_get_u32(s[IBCKPT_SESSION_A_PGID]);
+	v->job.type = nla_get_u32(s[IBCKPT_SESSION_A_JOB_TYPE]);
+	v->job.id = u32_or0(s, IBCKPT_SESSION_A_JOB_ID);
+	if (s[IBCKPT_SESSION_A_CGROUP])
+		snprintf(v->cgroup, sizeof(v->cgroup), "%s",
+			 nla_get_string(s[IBCKPT_SESSION_A_CGROUP]));
+	v->procs = u32_or0(s, IBCKPT_SESSION_A_PROCS);
 	v->state = nla_get_u32(s[IBCKPT_SESSION_A_STATE]);
 	v->flags = u32_or0(s, IBCKPT_SESSION_A_FLAGS);
 	v->threads = u32_or0(s, IBCKPT_SESSION_A_THREADS);
@@ -67,17 +123,24 @@ static int on_session(struct nlattr **a, void *arg)
 	return 0;
 }
 
-int cli_get_sessions(struct ibnl *n, unsigned int pgid, struct cli_sessions *l,
+int cli_get_sessions(struct ibnl *n, struct cli_job *filter, struct cli_sessions *l,
 		     char *ext, size_t extlen)
 {
-	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_SESSION_GET, NLM_F_DUMP);
+	struct nl_msg *m;
+	unsigned int i;
+	int err;
 
 	memset(l, 0, sizeof(*l));
-	if (m && pgid && nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
-		nlmsg_free(m);
-		return -ENOMEM;
-	}
-	return ibnl_call(n, m, on_session, l, ext, extlen);
+	if (extlen)
+		ext[0] = '\0';
+	m = with_job(ibnl_msg(n, IBCKPT_CMD_SESSION_GET, NLM_F_DUMP), filter, &err);
+	if (err)
+		return err;
+	err = ibnl_call(n, m, on_session, l, ext, extlen);
+	/* cgroup paths live in the entries: point at them once realloc is done */
+	for (i = 0; i < l->n; i++)
+		l->v[i].job.cgroup = l->v[i].cgroup;
+	return err;
 }
 
 static int on_thread(struct nlattr **a, void *arg)
@@ -103,13 +166,13 @@ static int on_thread(struct nlattr **a, void *arg)
 	return 0;
 }
 
-int cli_get_threads(struct ibnl *n, unsigned int pgid, struct cli_threads *l,
+int cli_get_threads(struct ibnl *n, uint64_t session, struct cli_threads *l,
 		    char *ext, size_t extlen)
 {
 	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THREAD_GET, NLM_F_DUMP);
 
 	memset(l, 0, sizeof(*l));
-	if (m && nla_put_u32(m, IBCKPT_A_PGID, pgid)) {
+	if (m && nla_put_u64(m, IBCKPT_A_SESSION_ID, session)) {
 		nlmsg_free(m);
 		return -ENOMEM;
 	}

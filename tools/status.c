@@ -3,27 +3,13 @@
  * ibckpt status [PGID]: what the module knows about.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/ibckpt.h>
 #include "cli.h"
 #include "json.h"
-
-int cli_pgid(const char *s, unsigned int *pgid)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || v == 0 || v > 0x3fffffff || *s == '-' || *s == '+') {
-		fprintf(stderr, "ibckpt: '%s' is not a process group id\n", s);
-		return -1;
-	}
-	*pgid = (unsigned int)v;
-	return 0;
-}
 
 /*
  * Everything goes to a memory buffer, copied to stdout once complete: a
@@ -35,6 +21,32 @@ struct proc_list {
 	unsigned int pgid;	/* filter, 0 = all */
 	int n;
 };
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The job's processes, from its threads: sorted, each once. */
+static void print_members(FILE *out, const struct cli_threads *t)
+{
+	unsigned int *v = malloc(sizeof(*v) * (t->n ? t->n : 1)), i, n = 0;
+
+	if (!v)
+		return;
+	for (i = 0; i < t->n; i++)
+		if (t->v[i].tgid)
+			v[n++] = t->v[i].tgid;
+	qsort(v, n, sizeof(*v), cmp_uint);
+	fputs(json ? "\"members\":[" : "  members:", out);
+	for (i = 0; i < n; i++)
+		if (!i || v[i] != v[i - 1])
+			fprintf(out, json ? "%s%u" : "%s%u", json ? (i ? "," : "") : " ", v[i]);
+	fputs(json ? "]," : "\n", out);
+	free(v);
+}
 
 static int on_proc(struct nlattr **a, void *arg)
 {
@@ -74,21 +86,22 @@ static int print_threads(FILE *out, struct ibnl *n, const struct cli_session *s)
 	unsigned int i;
 	int err;
 
-	err = cli_get_threads(n, s->pgid, &t, ext, sizeof(ext));
+	err = cli_get_threads(n, s->id, &t, ext, sizeof(ext));
 	if (err == -ENOENT) {	/* the session ended since it was listed */
 		free(t.v);
 		if (json)
-			fputs("[]", out);
+			fputs("\"members\":[],\"thread_list\":[]", out);
 		return 0;
 	}
 	if (err) {
 		free(t.v);
-		snprintf(what, sizeof(what), "cannot list the threads of process group %u",
-			 s->pgid);
+		snprintf(what, sizeof(what), "cannot list the threads of session %llu",
+			 (unsigned long long)s->id);
 		return cli_fail(err, what, ext);
 	}
+	print_members(out, &t);
 	if (json)
-		fputc('[', out);
+		fputs("\"thread_list\":[", out);
 	else if (t.n)
 		fprintf(out, "  TID      PID      STATE    WHERE\n");
 	for (i = 0; i < t.n; i++) {
@@ -119,17 +132,22 @@ static int print_threads(FILE *out, struct ibnl *n, const struct cli_session *s)
 }
 
 /* Returns 0, or 1 after printing the error. */
-static int print_sessions(FILE *out, struct ibnl *n, unsigned int pgid)
+static int print_sessions(FILE *out, struct ibnl *n, struct cli_job *filter)
 {
 	struct cli_sessions l;
-	char ext[256];
+	char ext[256] = "", desc[288], what[320];
 	unsigned int i;
 	int err;
 
-	err = cli_get_sessions(n, pgid, &l, ext, sizeof(ext));
+	err = cli_get_sessions(n, filter, &l, ext, sizeof(ext));
 	if (err) {
 		free(l.v);
-		return cli_fail(err, "cannot list freeze sessions", ext);
+		if (err == -EBADF && !*ext)
+			return 1;	/* the cgroup directory could not be opened: said */
+		snprintf(what, sizeof(what), "cannot list freeze sessions of %s",
+			 cli_job_describe(filter, desc, sizeof(desc)));
+		return cli_fail(err, filter->type || filter->session ? what :
+				"cannot list freeze sessions", ext);
 	}
 	if (json)
 		fputs("\"sessions\":[", out);
@@ -137,24 +155,27 @@ static int print_sessions(FILE *out, struct ibnl *n, unsigned int pgid)
 		const struct cli_session *s = &l.v[i];
 
 		if (json) {
-			fprintf(out, "%s{\"pgid\":%u,\"session\":%llu,\"state\":\"%s\","
-				"\"persist\":%s,\"threads\":%u,\"parked\":%u,\"pending\":%u,"
-				"\"exited\":%u,\"freeze_us\":%.1f,\"providers\":%u,"
-				"\"quiesced\":%u,\"drained\":%llu,\"outstanding\":%u,"
-				"\"quiesce_error\":%u,\"thread_list\":", i ? "," : "",
-				s->pgid, (unsigned long long)s->id, cli_state_name(s->state),
-				json_bool(s->flags & IBCKPT_FREEZE_F_PERSIST), s->threads,
+			fprintf(out, "%s{", i ? "," : "");
+			cli_job_json(out, &s->job);
+			fprintf(out, ",\"session\":%llu,\"state\":\"%s\","
+				"\"persist\":%s,\"procs\":%u,\"threads\":%u,\"parked\":%u,"
+				"\"pending\":%u,\"exited\":%u,\"freeze_us\":%.1f,"
+				"\"providers\":%u,\"quiesced\":%u,\"drained\":%llu,"
+				"\"outstanding\":%u,\"quiesce_error\":%u,",
+				(unsigned long long)s->id, cli_state_name(s->state),
+				json_bool(s->flags & IBCKPT_FREEZE_F_PERSIST), s->procs, s->threads,
 				s->parked, s->pending, s->exited, (double)s->freeze_ns / 1e3,
 				s->providers, s->quiesced, (unsigned long long)s->drained,
 				s->outstanding, s->quiesce_err);
 			err = print_threads(out, n, s);
 			fputc('}', out);
 		} else {
-			fprintf(out, "process group %u: %s, %u threads: %u parked, %u pending, "
-				"%u exited%s (session %llu)\n", s->pgid, cli_state_name(s->state),
-				s->threads, s->parked, s->pending, s->exited,
-				s->flags & IBCKPT_FREEZE_F_PERSIST ? ", persistent" : "",
-				(unsigned long long)s->id);
+			fprintf(out, "%s: %s, %u threads: %u parked, %u pending, "
+				"%u exited%s (session %llu, %u processes)\n",
+				cli_job_describe(&s->job, desc, sizeof(desc)),
+				cli_state_name(s->state), s->threads, s->parked, s->pending,
+				s->exited, s->flags & IBCKPT_FREEZE_F_PERSIST ? ", persistent" : "",
+				(unsigned long long)s->id, s->procs);
 			if (s->providers)
 				fprintf(out, "  providers: %u asked, %u quiesced, %llu completions "
 					"drained, %u sends outstanding\n", s->providers, s->quiesced,
@@ -164,8 +185,10 @@ static int print_sessions(FILE *out, struct ibnl *n, unsigned int pgid)
 	}
 	if (json)
 		fputs("],", out);
+	else if (!l.n && (filter->type || filter->session))
+		fprintf(out, "%s is not frozen\n", cli_job_describe(filter, desc, sizeof(desc)));
 	else if (!l.n)
-		fprintf(out, "no process group frozen%s\n", pgid ? " with that id" : "");
+		fprintf(out, "no job frozen\n");
 	free(l.v);
 	return err ? 1 : 0;
 }
@@ -182,18 +205,26 @@ static int emit(const char *buf, size_t len)
 
 int cmd_status(int argc, char **argv)
 {
+	static const struct option opts[] = { CLI_JOB_OPTIONS, { 0 } };
 	struct proc_list l = { .pgid = 0 };
+	struct cli_job job = { 0 };
 	struct ibnl n;
 	char ext[256], *buf = NULL;
 	size_t len = 0;
-	int err, rc;
+	int c, err, rc;
 
-	if (argc > 2) {
-		fprintf(stderr, "usage: ibckpt status [PGID]\n");
+	if (cli_job_negative(argc, argv))
 		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		err = cli_job_opt(c, optarg, &job);
+		if (err <= 0)
+			goto usage;
 	}
-	if (argc == 2 && cli_pgid(argv[1], &l.pgid))
-		return 2;
+	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID | CLI_JOB_OPTIONAL))
+		goto usage;
+	if (job.type == IBCKPT_JOB_PGRP)
+		l.pgid = job.id;
 	if (ibnl_open(&n, 0))
 		return 1;
 	l.out = open_memstream(&buf, &len);
@@ -204,7 +235,7 @@ int cmd_status(int argc, char **argv)
 	}
 	if (json)
 		fputc('{', l.out);
-	rc = print_sessions(l.out, &n, l.pgid);
+	rc = print_sessions(l.out, &n, &job);
 	if (!rc) {
 		if (json)
 			fputs("\"processes\":[", l.out);
@@ -228,5 +259,9 @@ int cmd_status(int argc, char **argv)
 	if (!rc || !json)
 		rc |= emit(buf, len);
 	free(buf);
+	cli_job_close();
 	return rc;
+usage:
+	fprintf(stderr, "usage: ibckpt status [" CLI_JOB_USAGE " | --id SESSION]\n");
+	return 2;
 }

@@ -5,6 +5,8 @@
  * threads of an aborted freeze never parked.
  */
 #define UNIT_SUITE "cli"
+#include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../../tests/unit/unit.h"
@@ -181,6 +183,93 @@ static void stragglers_are_threads_that_never_parked(void)
 	CHECK(!cli_thread_never_parked(&exited));
 }
 
+/* getopt as the commands use it: the job options of CLI_JOB_OPTIONS, then operands. */
+static int parse_job(int argc, char **argv, int flags, struct cli_job *j)
+{
+	static const struct option opts[] = { CLI_JOB_OPTIONS, { 0 } };
+	int c, r;
+
+	memset(j, 0, sizeof(*j));
+	optind = 0;
+	opterr = 0;
+	if (cli_job_negative(argc, argv))
+		return -1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		r = cli_job_opt(c, optarg, j);
+		if (r <= 0)
+			return -1;
+	}
+	return cli_job_finish(j, argc, argv, optind, flags);
+}
+
+static void job_is_named_one_way(void)
+{
+	char *pg[] = { "freeze", "4242", NULL }, *sid[] = { "freeze", "--session", "77", NULL };
+	char *tree[] = { "freeze", "--tree=9", NULL };
+	char *cg[] = { "freeze", "--cgroup", "/sys/fs/cgroup/job", NULL };
+	char *id[] = { "thaw", "--id", "18446744073709551615", NULL };
+	struct cli_job j;
+	char d[128];
+
+	CHECK_EQ(parse_job(2, pg, 0, &j), 0);
+	CHECK(j.type == IBCKPT_JOB_PGRP && j.id == 4242);
+	CHECK(!strcmp(cli_job_describe(&j, d, sizeof(d)), "process group 4242"));
+	CHECK_EQ(parse_job(3, sid, 0, &j), 0);
+	CHECK(j.type == IBCKPT_JOB_SESSION && j.id == 77);
+	CHECK_EQ(parse_job(2, tree, 0, &j), 0);
+	CHECK(j.type == IBCKPT_JOB_TREE && j.id == 9);
+	CHECK(!strcmp(cli_job_describe(&j, d, sizeof(d)), "process tree of 9"));
+	CHECK_EQ(parse_job(3, cg, 0, &j), 0);
+	CHECK(j.type == IBCKPT_JOB_CGROUP && !strcmp(j.cgroup, "/sys/fs/cgroup/job"));
+	CHECK_EQ(parse_job(3, id, CLI_JOB_BY_ID, &j), 0);
+	CHECK(!j.type && j.session == UINT64_MAX);
+	CHECK(!strcmp(cli_job_describe(&j, d, sizeof(d)),
+		      "freeze session 18446744073709551615"));
+}
+
+static void job_refuses_bad_names(void)
+{
+	char *two[] = { "freeze", "--tree", "9", "--session", "9", NULL };
+	char *extra[] = { "freeze", "--tree", "9", "12", NULL };
+	char *none[] = { "freeze", NULL };
+	char *neg[] = { "thaw", "-5", NULL };
+	char *zero[] = { "freeze", "--session", "0", NULL };
+	char *junk[] = { "freeze", "--tree", "9x", NULL };
+	char *big[] = { "freeze", "1073741824", NULL };
+	char *id[] = { "freeze", "--id", "3", NULL };
+	struct cli_job j;
+
+	CHECK_EQ(parse_job(5, two, 0, &j), -1);
+	CHECK_EQ(parse_job(4, extra, 0, &j), -1);
+	CHECK_EQ(parse_job(1, none, 0, &j), -1);
+	CHECK_EQ(parse_job(1, none, CLI_JOB_OPTIONAL, &j), 0);
+	CHECK_EQ(parse_job(2, neg, CLI_JOB_BY_ID, &j), -1);
+	CHECK_EQ(parse_job(3, zero, 0, &j), -1);
+	CHECK_EQ(parse_job(3, junk, 0, &j), -1);
+	CHECK_EQ(parse_job(2, big, 0, &j), -1);
+	/* --id names an existing freeze: not for freeze */
+	CHECK_EQ(parse_job(3, id, 0, &j), -1);
+}
+
+static void job_json_names_type_and_id(void)
+{
+	struct cli_job pg = { .type = IBCKPT_JOB_PGRP, .id = 5 };
+	struct cli_job cg = { .type = IBCKPT_JOB_CGROUP, .cgroup = "/a\"b" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	cli_job_json(f, &pg);
+	fputc('|', f);
+	cli_job_json(f, &cg);
+	fclose(f);
+	CHECK(!strcmp(buf, "\"job\":{\"type\":\"pgrp\",\"id\":5},\"pgid\":5|"
+		      "\"job\":{\"type\":\"cgroup\",\"path\":\"/a\\\"b\"}"));
+	free(buf);
+}
+
 int main(void)
 {
 	RUN(json_plain_strings_pass_through);
@@ -192,5 +281,8 @@ int main(void)
 	RUN(json_option_before_the_command_is_left_to_getopt);
 	RUN(json_option_is_not_an_option_value_or_operand);
 	RUN(stragglers_are_threads_that_never_parked);
+	RUN(job_is_named_one_way);
+	RUN(job_refuses_bad_names);
+	RUN(job_json_names_type_and_id);
 	return unit_done();
 }
