@@ -15,6 +15,11 @@
  *                              uninterruptible wait) for SECS
  *   workload spin FILE N       N spinning threads (the main thread included)
  *   workload procs FILE N      N single-threaded spinning processes, one group
+ *   workload mover FILE HOW N  forks a child every 50 ms, N in all, each of
+ *                              which leaves for a process group of its own
+ *                              (HOW=pgrp), or alternately a group and a
+ *                              session of its own (HOW=sid), and keeps
+ *                              ticking (every ms) from there
  *   workload snap FILE         print "errors c0 c1 c2 ..." once
  */
 #include <errno.h>
@@ -248,6 +253,36 @@ int main(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		}
 	}
+	if (argc == 5 && !strcmp(argv[1], "mover")) {
+		struct timespec spawn = { 0, 50 * 1000 * 1000 }, ms = { 0, 1000 * 1000 };
+		int sid = !strcmp(argv[3], "sid");
+		uint32_t slot;
+
+		sh = map(argv[2], 1);
+		n = atol(argv[4]);
+		if (n < 0 || n + 1 > MAXT || (!sid && strcmp(argv[3], "pgrp")))
+			return 2;
+		sh->nthreads = 1;
+		sh->ready = 1;
+		for (i = 0; i < n; i++) {
+			/* the slot first: a frozen parent adds none */
+			slot = __atomic_fetch_add(&sh->nthreads, 1, __ATOMIC_RELAXED);
+			if (fork() == 0) {
+				if ((sid && i % 2) ? setsid() < 0 : setpgid(0, 0))
+					bad("leaving the group");
+				for (;;) {
+					tick(slot);
+					nanosleep(&ms, NULL);
+				}
+			}
+			tick(0);
+			nanosleep(&spawn, NULL);
+		}
+		for (;;) {
+			tick(0);
+			nanosleep(&ms, NULL);
+		}
+	}
 	if (argc == 4 && !strcmp(argv[1], "vfork")) {
 		sh = map(argv[2], 1);
 		sh->nthreads = 1;
@@ -261,6 +296,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: workload run FILE NBUSY | forker FILE | vfork FILE SECS | "
-		"snap FILE\n");
+		"mover FILE pgrp|sid N | snap FILE\n");
 	return 2;
 }

@@ -33,6 +33,6 @@ ibckpt thaw "$WL_PID" | grep -q "process group $WL_PID thawed" || fail "thaw"
 sleep 0.5
 e=$(wl_snap)
 wl_all_moved "$d" "$e"
-ibckpt status "$WL_PID" | grep -q 'no process group frozen' || fail "session left after thaw"
+ibckpt status "$WL_PID" | grep -q "process group $WL_PID is not frozen" || fail "session left after thaw"
 kill -9 "$WL_PID"
 pass

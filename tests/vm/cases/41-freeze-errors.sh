@@ -23,7 +23,7 @@ check 2 "--persist takes" ibckpt freeze --persist 0 "$WL_PID"
 check 2 "usage" ibckpt freeze
 check 1 "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups ibckpt thaw "$WL_PID"
-check 1 "own process group" setsid bash -c 'ibckpt freeze $(ps -o pgid= $$)'
+check 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze $(ps -o pgid= $$)'
 # none of that changed the freeze
 ibckpt status "$WL_PID" | grep -q "frozen, 7 threads: 7 parked" || fail "state changed"
 # reading status needs no privilege

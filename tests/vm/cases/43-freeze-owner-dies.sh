@@ -17,7 +17,7 @@ for how in KILL INT; do
 	sleep 0.5
 	c=$(wl_snap)
 	wl_all_moved "$b" "$c"
-	ibckpt status "$WL_PID" | grep -q 'no process group frozen' || fail "session outlived its owner"
+	ibckpt status "$WL_PID" | grep -q "process group $WL_PID is not frozen" || fail "session outlived its owner"
 done
 # a holding freeze also ends when someone else thaws
 ibckpt freeze "$WL_PID" > "$T/f" 2>&1 &

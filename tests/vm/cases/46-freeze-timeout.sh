@@ -8,11 +8,11 @@ wl_start vfork 4
 ibckpt freeze --timeout 500 "$WL_PID" > "$T/o" 2> "$T/e"
 expect_eq 1 $? "exit status of a timed-out freeze"
 cat "$T/e"
-grep -q "not every thread parked within 500 ms; the group was left running" "$T/e" || fail "message"
+grep -q "not every thread parked within 500 ms; the job was left running" "$T/e" || fail "message"
 grep -q "thread $WL_PID (process $WL_PID) never parked" "$T/e" || fail "straggler not named"
 # the vfork child parked (in its sleep) and was released by the abort: not named
 [ "$(grep -c 'never parked' "$T/e")" = 1 ] || fail "a thread that parked named as never parked"
-ibckpt status "$WL_PID" | grep -q 'no process group frozen' || fail "aborted session left behind"
+ibckpt status "$WL_PID" | grep -q "process group $WL_PID is not frozen" || fail "aborted session left behind"
 sleep 4	# the vfork child exits, the parent runs again
 b=$(wl_snap)
 [ "$(echo "$b" | cut -d' ' -f2)" -ge 1 ] || fail "the parent never resumed"

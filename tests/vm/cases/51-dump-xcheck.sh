@@ -11,7 +11,7 @@ setsid "$IBTRAFFIC" -c 127.0.0.1 -d rxe1 -g 0 -p "$TRAFFIC_PORT" -q 8 \
 client=$!
 sleep 1
 ibckpt dump "$client" > "$T/d0" 2> "$T/d0e" && fail "dump of a running group succeeded"
-grep -q 'the process group is not frozen' "$T/d0e" || fail "no clear message for a running group: $(cat "$T/d0e")"
+grep -q 'the job is not frozen' "$T/d0e" || fail "no clear message for a running group: $(cat "$T/d0e")"
 for g in $TRAFFIC_SERVER $client; do
 	ibckpt freeze --persist 60 "$g" > /dev/null || fail "freeze $g"
 done

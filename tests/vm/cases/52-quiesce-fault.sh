@@ -33,7 +33,7 @@ round() {
 	echo "round ok: process $pid"
 }
 
-failed="the provider of process %PID% could not quiesce (Input/output error); the group was left running"
+failed="the provider of process %PID% could not quiesce (Input/output error); the job was left running"
 IBCKPT_FAULT_QUIESCE=5 round "$T/a" 10000 "$failed" || fail "a failing provider"
 export -f round
 export x failed
@@ -41,6 +41,6 @@ IBCKPT_FAULT_QUIESCE=5 unshare -p -f --mount-proc \
 	bash -c '. tests/vm/cases/lib.sh; round "$0/b" 10000 "$failed"' "$T" ||
 	fail "a failing provider, from inside a new pid namespace"
 IBCKPT_FAULT_NO_ANSWER=1 round "$T/c" 2000 \
-	"1 of 1 providers did not quiesce within 2000 ms; the group was left running" ||
+	"1 of 1 providers did not quiesce within 2000 ms; the job was left running" ||
 	fail "a provider that never answers"
 pass

@@ -1,0 +1,145 @@
+#!/bin/bash
+# A whole job in one freeze, named by session, process tree or cgroup: a
+# launcher whose children leave for process groups and sessions of their own
+# while it is being frozen is frozen whole (no process of it moves while
+# FROZEN, not even a child born during the freeze); a process moved into a
+# frozen cgroup is frozen too; a thaw by session id works after the job's
+# root died; overlapping jobs are refused naming the process and the
+# session; bad selectors get a clear error and change nothing.
+# vm-timeout: 900
+. "$(dirname "$0")/lib.sh"
+
+# mover_start HOW N: tests/freeze/workload mover, in a session of its own
+mover_start() {
+	WL_FILE=$T/wl.$RANDOM
+	setsid "$WORKLOAD" mover "$WL_FILE" "$1" "$2" > "$T/wl.out" 2> "$T/wl.err" &
+	WL_PID=$!
+	sleep 0.5
+}
+
+# moved_on FROZEN LATER: every process counted while frozen went on (the
+# workload may have started new ones since, which are not compared)
+moved_on() {
+	local a=($1) b=($2) i
+	[ "${b[0]}" = 0 ] || fail "workload reported ${b[0]} errors: $(cat "$T/wl.err")"
+	for ((i = 1; i < ${#a[@]}; i++)); do
+		[ "${b[i]}" -gt "${a[i]}" ] || fail "process $((i - 1)) made no progress ($1 -> $2)"
+	done
+}
+
+# cycles N SELECTOR...: freeze and thaw N times while the mover forks
+cycles() {
+	local n=$1 i a b c procs
+	shift
+	for i in $(seq "$n"); do
+		ibckpt -j freeze --persist 60 "$@" > "$T/f" 2> "$T/fe" ||
+			fail "freeze $* #$i: $(cat "$T/fe")"
+		a=$(wl_snap); sleep 0.3; b=$(wl_snap)
+		wl_none_moved "$a" "$b"
+		# every process the workload started (one counter each) is a member
+		json_get procs "$T/f" procs
+		[ "$procs" -ge $(($(wc -w <<< "$b") - 1)) ] ||
+			fail "freeze $* #$i: $procs processes frozen, workload has $(($(wc -w <<< "$b") - 1)): $(cat "$T/f")"
+		ibckpt thaw "$@" > /dev/null || fail "thaw $* #$i"
+		sleep 0.25
+		c=$(wl_snap)
+		moved_on "$b" "$c"
+	done
+}
+
+# --- a process tree: children move to new groups and sessions
+mover_start sid 80
+cycles 8 --tree "$WL_PID"
+ps -o sid=,pgid= -p "$(pgrep -P "$WL_PID" | tail -n1)" > "$T/ids"
+read -r sid pg < "$T/ids"
+[ "$sid" != "$WL_PID" ] || [ "$pg" != "$WL_PID" ] || fail "the children did not move"
+ibckpt status --tree "$WL_PID" | grep -q "process tree of $WL_PID is not frozen" ||
+	fail "status of a thawed tree"
+# overlapping jobs: the tree is frozen, a process of it is in this group
+ibckpt freeze --persist 60 --tree "$WL_PID" > /dev/null || fail "freeze the tree"
+ibckpt -j status --tree "$WL_PID" > "$T/s"
+jq -e '.sessions[0].job.type == "tree" and (.sessions[0].members | length) > 10' "$T/s" > /dev/null ||
+	fail "status -j shows no tree job with its members: $(head -c 400 "$T/s")"
+ibckpt status --tree "$WL_PID" | grep -q "^  members: $WL_PID " || fail "status lists no members"
+ibckpt freeze --persist 60 "$WL_PID" > /dev/null 2> "$T/e" && fail "an overlapping freeze worked"
+grep -Eq "process $WL_PID is frozen by session [0-9]+" "$T/e" || fail "EBUSY message: $(cat "$T/e")"
+ibckpt freeze --persist 60 --tree "$WL_PID" > /dev/null 2> "$T/e" && fail "a second freeze worked"
+grep -q "already frozen" "$T/e" || fail "second freeze: $(cat "$T/e")"
+# the root dies while frozen: the rest stays frozen, a thaw by id still works
+id=$(ibckpt -j status --tree "$WL_PID" | jq '.sessions[0].session')
+kill -9 "$WL_PID"
+sleep 0.3
+a=$(wl_snap); sleep 0.3; b=$(wl_snap)
+wl_none_moved "$a" "$b"
+ibckpt thaw --tree "$WL_PID" > /dev/null 2> "$T/e" && fail "thaw of a dead root worked"
+grep -q "no such process" "$T/e" || fail "thaw of a dead root: $(cat "$T/e")"
+ibckpt thaw --id "$id" | grep -q "freeze session $id thawed" || fail "thaw --id"
+sleep 0.3
+c=$(wl_snap)
+a=($b) c=($c)
+[ "${c[2]}" -gt "${a[2]}" ] || fail "an orphaned child did not resume"
+pkill -9 -f "workload mover $WL_FILE"
+
+# --- a session: children move to new process groups of the same session
+mover_start pgrp 80
+cycles 8 --session "$WL_PID"
+pkill -9 -f "workload mover $WL_FILE"
+
+# --- a cgroup and the cgroups below it
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || fail "mount cgroup2"
+cg=/sys/fs/cgroup/ibckpt-job.$$
+mkdir -p "$cg/inner" || fail "mkdir $cg"
+WL_FILE=$T/wl.cg
+setsid bash -c "echo \$\$ > $cg/inner/cgroup.procs && exec $WORKLOAD mover $WL_FILE sid 80" \
+	> "$T/wl.out" 2> "$T/wl.err" &
+WL_PID=$!
+sleep 0.5
+cycles 8 --cgroup "$cg"
+# a process moved into the frozen cgroup is frozen too
+ibckpt -j freeze --persist 60 --cgroup "$cg" > "$T/f" || fail "freeze the cgroup"
+json_get before "$T/f" procs
+setsid "$WORKLOAD" spin "$T/late" 2 > /dev/null 2>&1 &
+late=$!
+sleep 0.3
+echo "$late" > "$cg/cgroup.procs" || fail "move $late into $cg"
+for _ in $(seq 50); do
+	x=$("$WORKLOAD" snap "$T/late"); sleep 0.1; y=$("$WORKLOAD" snap "$T/late")
+	[ "$x" = "$y" ] && break
+done
+[ "$x" = "$y" ] || fail "a process moved into the frozen cgroup keeps running"
+ibckpt -j status --cgroup "$cg" > "$T/s"
+json_get state "$T/s" state
+json_get after "$T/s" procs
+[ "$state" = frozen ] && [ "$after" -gt "$before" ] ||
+	fail "status after the newcomer: $(head -c 300 "$T/s")"
+ibckpt status --cgroup "$cg" | grep -q "members:.* $late\\b" || fail "the newcomer is no member"
+ibckpt thaw --cgroup "$cg" > /dev/null || fail "thaw the cgroup"
+sleep 0.3
+z=$("$WORKLOAD" snap "$T/late")
+[ "$z" != "$y" ] || fail "the newcomer did not resume"
+kill -9 "$late"
+pkill -9 -f "workload mover $WL_FILE"
+
+# --- bad input: a clear error, a non-zero exit, nothing changed
+check() {	# check EXPECTED_STATUS PATTERN COMMAND...
+	local want=$1 pat=$2
+	shift 2
+	"$@" > "$T/o" 2> "$T/e"
+	local rc=$?
+	[ "$rc" = "$want" ] || fail "'$*': exit $rc, expected $want ($(cat "$T/e"))"
+	grep -q -- "$pat" "$T/e" || fail "'$*': message '$(cat "$T/e")' lacks '$pat'"
+}
+check 1 "no such session" ibckpt freeze --session 999999
+check 1 "no such process" ibckpt freeze --tree 999999
+check 1 "no such cgroup" ibckpt freeze --cgroup /sys/fs/cgroup/none-such
+check 1 "not a cgroup v2 directory" ibckpt freeze --cgroup /tmp
+check 1 "the job contains PID 1" ibckpt freeze --tree 1
+check 1 "the job contains the requester itself" ibckpt freeze --tree $$
+check 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze --session $$'
+check 1 "no such freeze session" ibckpt thaw --id 123456
+check 2 "name one job only" ibckpt freeze --tree $$ --session $$
+check 2 "not a session id" ibckpt freeze --session abc
+check 2 "names an existing freeze" ibckpt freeze --id 3
+ibckpt status | grep -q "no job frozen" || fail "a refused request left a session: $(ibckpt status)"
+rmdir "$cg/inner" "$cg" 2>/dev/null
+pass
