@@ -33,11 +33,13 @@
  * @magic: IBCKPT_SNAP_MAGIC
  * @version: IBCKPT_SNAP_VERSION
  * @hdr_len: sizeof(struct ibckpt_snap_hdr) of the writer
- * @tgid: the process, in the writer's pid namespace
+ * @tgid: the process, in the writer's pid namespace; stamped by the module
+ *	when the provider hands it the snapshot (the provider's word is not taken)
  * @n_records: records that follow
  * @session: the freeze session the snapshot was taken in
  * @total_len: bytes of the whole snapshot, header included
- * @pinned_bytes: memory the process has pinned (its mm's pinned_vm)
+ * @pinned_bytes: memory the process has pinned (its mm's pinned_vm); stamped
+ *	by the module like @tgid
  * @outstanding: sends not seen to complete when quiescing ended (signaled
  *	ones still in flight at the bound, and unsignaled ones after a queue's
  *	last signaled send, which complete without a trace)
@@ -71,18 +73,33 @@ struct ibckpt_snap_rec {
 	__u32 len;
 };
 
+/**
+ * enum ibckpt_snap_type - record types, each named by its payload
+ * @IBCKPT_SNAP_DEVICE: struct ibckpt_snap_device: an opened context
+ * @IBCKPT_SNAP_PD: struct ibckpt_snap_pd
+ * @IBCKPT_SNAP_MR: struct ibckpt_snap_mr
+ * @IBCKPT_SNAP_CQ: struct ibckpt_snap_cq
+ * @IBCKPT_SNAP_QP: struct ibckpt_snap_qp
+ * @IBCKPT_SNAP_SRQ: struct ibckpt_snap_srq
+ * @IBCKPT_SNAP_WR: struct ibckpt_snap_wr (+ SGEs, + inline data)
+ * @IBCKPT_SNAP_WC: struct ibckpt_snap_wc: a drained completion
+ * @IBCKPT_SNAP_AH: struct ibckpt_snap_ah
+ * @IBCKPT_SNAP_MW: struct ibckpt_snap_mw
+ * @IBCKPT_SNAP_XRCD: struct ibckpt_snap_xrcd
+ * @__IBCKPT_SNAP_TYPE_MAX: highest record type + 1
+ */
 enum ibckpt_snap_type {
-	IBCKPT_SNAP_DEVICE = 1,	/* struct ibckpt_snap_device: an opened context */
-	IBCKPT_SNAP_PD,		/* struct ibckpt_snap_pd */
-	IBCKPT_SNAP_MR,		/* struct ibckpt_snap_mr */
-	IBCKPT_SNAP_CQ,		/* struct ibckpt_snap_cq */
-	IBCKPT_SNAP_QP,		/* struct ibckpt_snap_qp */
-	IBCKPT_SNAP_SRQ,	/* struct ibckpt_snap_srq */
-	IBCKPT_SNAP_WR,		/* struct ibckpt_snap_wr (+ SGEs, + inline data) */
-	IBCKPT_SNAP_WC,		/* struct ibckpt_snap_wc: a drained completion */
-	IBCKPT_SNAP_AH,		/* struct ibckpt_snap_ah */
-	IBCKPT_SNAP_MW,		/* struct ibckpt_snap_mw */
-	IBCKPT_SNAP_XRCD,	/* struct ibckpt_snap_xrcd */
+	IBCKPT_SNAP_DEVICE = 1,
+	IBCKPT_SNAP_PD,
+	IBCKPT_SNAP_MR,
+	IBCKPT_SNAP_CQ,
+	IBCKPT_SNAP_QP,
+	IBCKPT_SNAP_SRQ,
+	IBCKPT_SNAP_WR,
+	IBCKPT_SNAP_WC,
+	IBCKPT_SNAP_AH,
+	IBCKPT_SNAP_MW,
+	IBCKPT_SNAP_XRCD,
 	__IBCKPT_SNAP_TYPE_MAX
 };
 
@@ -124,6 +141,7 @@ struct ibckpt_snap_pd {
  * @vrkey: rkey the application holds
  * @lkey: the vendor's lkey
  * @rkey: the vendor's rkey
+ * @pad: 0
  */
 struct ibckpt_snap_mr {
 	__u32 handle;
@@ -165,26 +183,73 @@ struct ibckpt_snap_cq {
 
 /**
  * struct ibckpt_snap_qp - queue pair with its full attributes
+ * @handle: the QP's handle
+ * @pd: handle of its PD
+ * @send_cq: handle of its send CQ
+ * @recv_cq: handle of its receive CQ
+ * @srq: handle of its SRQ, 0: none
+ * @qp_type: enum ibv_qp_type
+ * @vqpn: the QPN the application and its peers know the QP by (virtual)
+ * @qpn: the vendor's QPN
+ * @state: enum ibv_qp_state
+ * @dest_qpn: the remote QPN (dest_qp_num)
+ * @sq_psn: PSN of the send queue
+ * @rq_psn: PSN of the receive queue
+ * @qkey: Q_Key
+ * @access: qp_access_flags (IBV_ACCESS_*)
+ * @path_mtu: enum ibv_mtu
+ * @timeout: local ACK timeout
+ * @retry_cnt: retry count
+ * @rnr_retry: RNR retry count
+ * @min_rnr_timer: minimum RNR NAK timer
+ * @max_rd_atomic: RDMA reads and atomics it may have outstanding as
+ *	initiator
+ * @max_dest_rd_atomic: RDMA reads and atomics it accepts as responder
+ * @port_num: primary port
+ * @sl: service level of the primary path
+ * @is_global: 1 if the primary path has a GRH
+ * @sgid_index: source GID index of the primary path
+ * @hop_limit: hop limit of the primary path
+ * @dlid: destination LID of the primary path
+ * @pkey_index: P_Key index of the primary path
+ * @dgid: destination GID of the primary path
+ * @max_send_wr: send queue capacity
+ * @max_recv_wr: receive queue capacity
+ * @max_send_sge: SGEs per send
+ * @max_recv_sge: SGEs per receive
+ * @max_inline_data: inline bytes per send
+ * @sq_sig_all: 1 if every send is signaled
+ * @n_send_wr: outstanding send WRs (as WR records)
+ * @n_recv_wr: outstanding receive WRs (as WR records)
+ * @n_modify: modify_qp calls logged
+ * @xrcd: XRC target QPs: handle of the XRC domain, else 0
+ * @send_ops_flags: IBV_QP_EX_WITH_*: the ibv_wr_* API, 0 if not asked for
+ * @opened: 1: an XRC target opened with ibv_open_qp(), not created
+ * @pad2: 0
  *
  * The attributes are those of ibv_query_qp() while the application was
  * parked; @vqpn is what the application and its peers know the QP by.
+ * The primary path's addresses (@dlid, @dgid) are the ones the application
+ * knows, translated back from the vendor's. If ibv_query_qp() failed,
+ * @state is struct ibv_qp's and the attributes from @dest_qpn to
+ * @sq_sig_all are 0.
  */
 struct ibckpt_snap_qp {
 	__u32 handle;
 	__u32 pd;
 	__u32 send_cq;
 	__u32 recv_cq;
-	__u32 srq;		/* 0: none */
-	__u32 qp_type;		/* enum ibv_qp_type */
+	__u32 srq;
+	__u32 qp_type;
 	__u32 vqpn;
 	__u32 qpn;
-	__u32 state;		/* enum ibv_qp_state */
+	__u32 state;
 	__u32 dest_qpn;
 	__u32 sq_psn;
 	__u32 rq_psn;
 	__u32 qkey;
-	__u32 access;		/* qp_access_flags */
-	__u8 path_mtu;		/* enum ibv_mtu */
+	__u32 access;
+	__u8 path_mtu;
 	__u8 timeout;
 	__u8 retry_cnt;
 	__u8 rnr_retry;
@@ -205,31 +270,37 @@ struct ibckpt_snap_qp {
 	__u32 max_recv_sge;
 	__u32 max_inline_data;
 	__u32 sq_sig_all;
-	__u32 n_send_wr;	/* outstanding send WRs (as WR records) */
-	__u32 n_recv_wr;	/* outstanding receive WRs (as WR records) */
-	__u32 n_modify;		/* modify_qp calls logged */
-	__u32 xrcd;		/* XRC target QPs: handle of the XRC domain, else 0 */
-	__u64 send_ops_flags;	/* IBV_QP_EX_WITH_*: the ibv_wr_* API, 0 if not asked for */
-	__u32 opened;		/* 1: an XRC target opened with ibv_open_qp(), not created */
+	__u32 n_send_wr;
+	__u32 n_recv_wr;
+	__u32 n_modify;
+	__u32 xrcd;
+	__u64 send_ops_flags;
+	__u32 opened;
 	__u32 pad2;
 };
 
+#define IBCKPT_SNAP_SRQT_XRC	1	/* IBV_SRQT_XRC */
+
 /**
  * struct ibckpt_snap_srq - shared receive queue
+ * @handle: the SRQ's handle
+ * @pd: handle of its PD
+ * @max_wr: capacity (ibv_query_srq())
+ * @max_sge: SGEs per receive (ibv_query_srq())
+ * @srq_limit: the limit last armed with ibv_modify_srq(), 0 if none
+ * @n_recv_wr: outstanding receives (as WR records)
  * @srq_type: enum ibv_srq_type: 0 basic, IBCKPT_SNAP_SRQT_XRC
  * @xrcd: XRC: handle of its XRC domain
  * @cq: XRC: handle of its CQ
  * @srq_num: XRC: the number senders name it by (wr remote_srqn)
  */
-#define IBCKPT_SNAP_SRQT_XRC	1	/* IBV_SRQT_XRC */
-
 struct ibckpt_snap_srq {
 	__u32 handle;
 	__u32 pd;
 	__u32 max_wr;
 	__u32 max_sge;
 	__u32 srq_limit;
-	__u32 n_recv_wr;	/* outstanding receives (as WR records) */
+	__u32 n_recv_wr;
 	__u32 srq_type;
 	__u32 xrcd;
 	__u32 cq;
@@ -251,15 +322,40 @@ struct ibckpt_snap_xrcd {
 	__u32 pad;
 };
 
-/* WR record: which queue the work request sits on. */
+/**
+ * enum ibckpt_snap_wq - WR record: which queue the work request sits on
+ * @IBCKPT_SNAP_WQ_SEND: a send queue; @owner is a QP handle
+ * @IBCKPT_SNAP_WQ_RECV: a receive queue; @owner is a QP handle
+ * @IBCKPT_SNAP_WQ_SRQ: a shared receive queue; @owner is an SRQ handle
+ */
 enum ibckpt_snap_wq {
-	IBCKPT_SNAP_WQ_SEND = 1,	/* @owner is a QP handle */
-	IBCKPT_SNAP_WQ_RECV,		/* @owner is a QP handle */
-	IBCKPT_SNAP_WQ_SRQ,		/* @owner is an SRQ handle */
+	IBCKPT_SNAP_WQ_SEND = 1,
+	IBCKPT_SNAP_WQ_RECV,
+	IBCKPT_SNAP_WQ_SRQ,
 };
+
+#define IBCKPT_SNAP_WR_BIND_MW	8	/* IBV_WR_BIND_MW */
+#define IBCKPT_SNAP_WR_TSO	10	/* IBV_WR_TSO */
 
 /**
  * struct ibckpt_snap_wr - a posted, not yet completed work request
+ * @wr_id: the application's wr_id
+ * @owner: handle of the queue's QP or SRQ (see enum ibckpt_snap_wq)
+ * @wq: enum ibckpt_snap_wq
+ * @opcode: enum ibv_wr_opcode (send queue)
+ * @send_flags: IBV_SEND_* (IBV_SEND_SIGNALED added if the QP signals all
+ *	sends)
+ * @num_sge: struct ibckpt_snap_sge that follow
+ * @inline_len: inline payload bytes that follow the SGEs
+ * @remote_addr: RDMA and atomic requests: the remote address
+ * @rkey: RDMA and atomic requests: the remote rkey
+ * @imm_data: immediate data or invalidate_rkey, as posted
+ * @compare_add: atomic requests: the compare or add operand
+ * @swap: atomic requests: the swap operand
+ * @ud_ah: UD: AH handle
+ * @ud_remote_qpn: UD: the destination QPN
+ * @ud_remote_qkey: UD: the destination Q_Key
+ * @xrc_remote_srqn: XRC send queue: the target SRQ
  *
  * Followed by @num_sge struct ibckpt_snap_sge, then @inline_len bytes of
  * inline payload copied at post time. @len of the record covers all three.
@@ -279,29 +375,35 @@ enum ibckpt_snap_wq {
  * An AH, window or MR handle of 0 in a WR record means that object was
  * destroyed while the request was still logged (an unsignaled request
  * completes silently, so its log entry can outlive what it names).
+ *
+ * Of a receive (@wq other than IBCKPT_SNAP_WQ_SEND), only @wr_id and the
+ * SGEs matter.
  */
-#define IBCKPT_SNAP_WR_BIND_MW	8	/* IBV_WR_BIND_MW */
-#define IBCKPT_SNAP_WR_TSO	10	/* IBV_WR_TSO */
-
 struct ibckpt_snap_wr {
 	__u64 wr_id;
 	__u32 owner;
-	__u32 wq;		/* enum ibckpt_snap_wq */
-	__u32 opcode;		/* enum ibv_wr_opcode (send queue) */
+	__u32 wq;
+	__u32 opcode;
 	__u32 send_flags;
 	__u32 num_sge;
 	__u32 inline_len;
 	__u64 remote_addr;
 	__u32 rkey;
-	__u32 imm_data;		/* or invalidate_rkey */
+	__u32 imm_data;
 	__u64 compare_add;
 	__u64 swap;
-	__u32 ud_ah;		/* UD: AH handle */
+	__u32 ud_ah;
 	__u32 ud_remote_qpn;
 	__u32 ud_remote_qkey;
-	__u32 xrc_remote_srqn;	/* XRC send queue: the target SRQ */
+	__u32 xrc_remote_srqn;
 };
 
+/**
+ * struct ibckpt_snap_sge - one scatter/gather entry of a WR record, as posted
+ * @addr: start address in the process
+ * @length: bytes
+ * @lkey: the lkey the application gave
+ */
 struct ibckpt_snap_sge {
 	__u64 addr;
 	__u32 length;
@@ -311,16 +413,33 @@ struct ibckpt_snap_sge {
 /**
  * struct ibckpt_snap_wc - a completion drained into a CQ's private queue,
  * in the order the application will receive it
+ * @wr_id: the completed request's wr_id
+ * @cq: CQ handle
+ * @status: enum ibv_wc_status
+ * @opcode: enum ibv_wc_opcode
+ * @vendor_err: the vendor's error code
+ * @byte_len: bytes transferred
+ * @imm_data: immediate data or invalidated rkey
+ * @qp_num: virtual QPN
+ * @src_qp: the source QPN
+ * @wc_flags: IBV_WC_* flags
+ * @pkey_index: P_Key index
+ * @slid: the source LID
+ * @sl: the service level
+ * @dlid_path_bits: the destination LID path bits
+ * @pad: 0
+ *
+ * Apart from @cq and @pad, the fields are those of struct ibv_wc.
  */
 struct ibckpt_snap_wc {
 	__u64 wr_id;
-	__u32 cq;		/* CQ handle */
-	__u32 status;		/* enum ibv_wc_status */
-	__u32 opcode;		/* enum ibv_wc_opcode */
+	__u32 cq;
+	__u32 status;
+	__u32 opcode;
 	__u32 vendor_err;
 	__u32 byte_len;
 	__u32 imm_data;
-	__u32 qp_num;		/* virtual QPN */
+	__u32 qp_num;
 	__u32 src_qp;
 	__u32 wc_flags;
 	__u16 pkey_index;
@@ -332,6 +451,19 @@ struct ibckpt_snap_wc {
 
 /**
  * struct ibckpt_snap_ah - address handle
+ * @handle: the AH's handle
+ * @pd: handle of its PD
+ * @dlid: destination LID
+ * @sl: service level
+ * @is_global: 1 if it has a GRH
+ * @port_num: port
+ * @sgid_index: source GID index
+ * @hop_limit: hop limit
+ * @pad: 0
+ * @dgid: destination GID
+ *
+ * The attributes the application created it with: the addresses are the
+ * ones the application knows, not the vendor's.
  */
 struct ibckpt_snap_ah {
 	__u32 handle;
@@ -357,6 +489,7 @@ struct ibckpt_snap_ah {
  * @access: IBV_ACCESS_* flags of the bind
  * @addr: start of the bound range
  * @length: bytes bound
+ * @pad: 0
  */
 struct ibckpt_snap_mw {
 	__u32 handle;
