@@ -63,7 +63,7 @@ static int ibckpt_open(struct inode *inode, struct file *file)
 {
 	struct ibckpt_file *f;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
@@ -94,7 +94,7 @@ static int ibckpt_release(struct inode *inode, struct file *file)
 static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 {
 	struct ibckpt_register reg;
-	struct ibckpt_proc *p;
+	struct ibckpt_proc *p, *cur;
 
 	if (copy_from_user(&reg, arg, sizeof(reg)))
 		return -EFAULT;
@@ -108,7 +108,7 @@ static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 	if (f->proc)
 		return -EBUSY;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	kref_init(&p->ref);
@@ -117,6 +117,18 @@ static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 	p->ctrl = get_task_pid(current, PIDTYPE_PID);
 
 	mutex_lock(&ibckpt_procs_lock);
+	/*
+	 * One registration (one control thread, one snapshot) per process:
+	 * more would only exempt more threads from a freeze and make the
+	 * module keep more memory for the process.
+	 */
+	list_for_each_entry(cur, &ibckpt_procs, node) {
+		if (cur->tgid == p->tgid) {
+			mutex_unlock(&ibckpt_procs_lock);
+			ibckpt_proc_put(p);
+			return -EBUSY;
+		}
+	}
 	list_add_tail(&p->node, &ibckpt_procs);
 	mutex_unlock(&ibckpt_procs_lock);
 	WRITE_ONCE(f->proc, p);

@@ -118,11 +118,20 @@ static int ibckpt_nl_proc_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	return err && !skb->len ? err : skb->len;
 }
 
-/* Freezing and thawing other people's processes is checkpoint/restore work. */
+/*
+ * Freezing and thawing other people's processes, reading their snapshots and
+ * where their threads are is checkpoint/restore work. Both the socket's
+ * opener and the sender must have it (netlink_ns_capable()).
+ */
+static bool ibckpt_nl_privileged(const struct sk_buff *skb)
+{
+	return netlink_ns_capable(skb, &init_user_ns, CAP_CHECKPOINT_RESTORE) ||
+	       netlink_ns_capable(skb, &init_user_ns, CAP_SYS_ADMIN);
+}
+
 static int ibckpt_nl_check_perm(struct sk_buff *skb, struct genl_info *info)
 {
-	if (netlink_ns_capable(skb, &init_user_ns, CAP_CHECKPOINT_RESTORE) ||
-	    netlink_ns_capable(skb, &init_user_ns, CAP_SYS_ADMIN))
+	if (ibckpt_nl_privileged(skb))
 		return 0;
 	GENL_SET_ERR_MSG(info, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
 	return -EPERM;
@@ -356,8 +365,13 @@ static int ibckpt_nl_session_dump(struct sk_buff *skb, struct netlink_callback *
 	return err && !skb->len ? err : skb->len;
 }
 
+/*
+ * @where: also say where the thread is parked (its user-space instruction
+ * pointer and system call): like /proc/PID/syscall, not for everyone, since
+ * it defeats ASLR of other users' processes.
+ */
 static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *cb,
-				 struct ibckpt_thread *thr, struct pid_namespace *ns)
+				 struct ibckpt_thread *thr, struct pid_namespace *ns, bool where)
 {
 	struct task_struct *task;
 	struct nlattr *nest;
@@ -378,9 +392,9 @@ static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *c
 	    nla_put_u32(skb, IBCKPT_THREAD_A_TID, pid_nr_ns(thr->pid, ns)) ||
 	    nla_put_u32(skb, IBCKPT_THREAD_A_TGID, tgid) ||
 	    nla_put_u32(skb, IBCKPT_THREAD_A_STATE, thr->state) ||
-	    nla_put_u64_64bit(skb, IBCKPT_THREAD_A_USER_IP, thr->user_ip,
-			      IBCKPT_THREAD_A_PAD) ||
-	    nla_put_u32(skb, IBCKPT_THREAD_A_SYSCALL, thr->syscall)) {
+	    (where && (nla_put_u64_64bit(skb, IBCKPT_THREAD_A_USER_IP, thr->user_ip,
+					 IBCKPT_THREAD_A_PAD) ||
+		       nla_put_u32(skb, IBCKPT_THREAD_A_SYSCALL, thr->syscall)))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -398,6 +412,7 @@ static int ibckpt_nl_thread_start(struct netlink_callback *cb)
 static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
+	bool where = ibckpt_nl_privileged(cb->skb);
 	struct ibckpt_session *s;
 	struct ibckpt_thread *thr;
 	long i = 0;
@@ -413,7 +428,7 @@ static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *c
 	list_for_each_entry(thr, &s->threads, node) {
 		if (i++ < cb->args[0])
 			continue;
-		err = ibckpt_nl_fill_thread(skb, cb, thr, ns);
+		err = ibckpt_nl_fill_thread(skb, cb, thr, ns, where);
 		if (err)
 			break;
 		cb->args[0] = i;
@@ -455,8 +470,7 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 	bool frozen;
 	int ret;
 
-	if (!netlink_capable(cb->skb, CAP_CHECKPOINT_RESTORE) &&
-	    !netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
+	if (!ibckpt_nl_privileged(cb->skb)) {
 		NL_SET_ERR_MSG(cb->extack, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
 		return -EPERM;
 	}

@@ -14,6 +14,7 @@
  * module waits for every queued work to have run before it goes away.
  */
 #include <linux/freezer.h>
+#include <linux/module.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -72,6 +73,12 @@ static void ibckpt_park_fn(struct callback_head *cb)
 	struct ibckpt_thread *thr = pk->thr;
 	struct pt_regs *regs = task_pt_regs(current);
 	bool killed;
+
+	/*
+	 * Running now: from here module exit waits for this callback itself
+	 * (ibckpt_parks), no longer for the thread to come by.
+	 */
+	module_put(THIS_MODULE);
 
 	/* exiting (the work runs from exit_task_work too) */
 	if (current->flags & PF_EXITING) {
@@ -138,8 +145,16 @@ int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
 	pk->thr = thr;
 	init_task_work(&pk->cb, ibckpt_park_fn);
 	atomic_inc(&ibckpt_parks);
+	/*
+	 * A queued work cannot be withdrawn, and its thread may not come by
+	 * for a long time (stopped, traced, in an uninterruptible sleep): it
+	 * pins the module, so that rmmod fails with EBUSY instead of waiting
+	 * uninterruptibly in module exit for that thread.
+	 */
+	__module_get(THIS_MODULE);
 	ret = task_work_add(task, &pk->cb, TWA_SIGNAL);
 	if (ret) {
+		module_put(THIS_MODULE);
 		ibckpt_session_put(s);
 		kfree(pk);
 		if (atomic_dec_and_test(&ibckpt_parks))
@@ -149,12 +164,13 @@ int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
 }
 
 /**
- * ibckpt_parks_wait_idle() - wait until every queued park work has run
+ * ibckpt_parks_wait_idle() - wait until every park callback has returned
  *
- * Called at module exit after every session was released: each work then
- * returns at once, but only when its thread next heads for user space.
- * synchronize_rcu_tasks() afterwards covers the last instructions of the
- * callbacks, which run after the count dropped.
+ * Called at module exit after every session was released. A work that has
+ * not started yet holds a module reference, so there is none at exit: only
+ * callbacks that are running (parked threads, woken by the release) are
+ * waited for. synchronize_rcu_tasks() afterwards covers the last
+ * instructions of the callbacks, which run after the count dropped.
  */
 void ibckpt_parks_wait_idle(void)
 {

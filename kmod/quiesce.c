@@ -169,21 +169,35 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
  * @a: where the snapshot is in its memory
  *
  * Only the header is checked here (magic, version, length); `ibckpt dump`
- * validates every record before it believes one.
+ * validates every record before it believes one. The header's identity is
+ * the module's word, not the provider's: the process id and its pinned
+ * memory are stamped here. One snapshot per session, given before the
+ * answer: the state at the quiesce cannot be rewritten afterwards. The
+ * memory is charged to the process (a job cannot make the kernel keep
+ * memory on its behalf that its cgroup does not pay for).
  *
- * Return: 0, -ESRCH if no freeze asked it for that session, -EINVAL for a
- * malformed snapshot, -EFBIG if too long, -EFAULT, -ENOMEM.
+ * Context: the process's control thread (current).
+ * Return: 0, -ESRCH if no freeze asked it for that session, -EALREADY if it
+ * gave one already or answered, -EINVAL for a malformed snapshot, -EFBIG if
+ * too long, -EFAULT, -ENOMEM.
  */
 int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a)
 {
 	struct ibckpt_snap_hdr *h;
 	void *buf;
+	int ret;
 
 	if (a->len < sizeof(*h))
 		return -EINVAL;
 	if (a->len > IBCKPT_SNAP_MAX_LEN)
 		return -EFBIG;
-	buf = kvmalloc(a->len, GFP_KERNEL);
+	mutex_lock(&ibckpt_procs_lock);
+	ret = !a->session || p->quiesce_session != a->session ? -ESRCH :
+	      p->snap || p->quiesce_answered ? -EALREADY : 0;
+	mutex_unlock(&ibckpt_procs_lock);
+	if (ret)
+		return ret;
+	buf = kvmalloc(a->len, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	if (copy_from_user(buf, u64_to_user_ptr(a->addr), a->len)) {
@@ -196,15 +210,19 @@ int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg
 		kvfree(buf);
 		return -EINVAL;
 	}
+	h->tgid = task_tgid_vnr(current);
+	h->pinned_bytes = current->mm ?
+			  (u64)atomic64_read(&current->mm->pinned_vm) << PAGE_SHIFT : 0;
 	mutex_lock(&ibckpt_procs_lock);
-	if (!a->session || p->quiesce_session != a->session) {
-		mutex_unlock(&ibckpt_procs_lock);
-		kvfree(buf);
-		return -ESRCH;
+	/* checked again: a second ioctl may have raced, or the session ended */
+	ret = p->quiesce_session != a->session ? -ESRCH :
+	      p->snap || p->quiesce_answered ? -EALREADY : 0;
+	if (!ret) {
+		p->snap = buf;
+		p->snap_len = a->len;
+		buf = NULL;
 	}
-	kvfree(p->snap);
-	p->snap = buf;
-	p->snap_len = a->len;
 	mutex_unlock(&ibckpt_procs_lock);
-	return 0;
+	kvfree(buf);
+	return ret;
 }

@@ -120,8 +120,9 @@ static int print_threads(FILE *out, struct ibnl *n, const struct cli_session *s)
 			if (v->state == IBCKPT_THREAD_PARKED && v->syscall >= 0)
 				fprintf(out, " syscall %d, resumes at %#llx", v->syscall,
 					(unsigned long long)v->ip);
-			else if (v->state == IBCKPT_THREAD_PARKED)
+			else if (v->state == IBCKPT_THREAD_PARKED && v->ip)
 				fprintf(out, " user space at %#llx", (unsigned long long)v->ip);
+			/* else: where it is is not for this user to see */
 			fputc('\n', out);
 		}
 	}

@@ -15,7 +15,9 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <stdint.h>
 #include <linux/ibckpt.h>
+#include <linux/ibckpt_snapshot.h>
 
 static int reg(int fd, unsigned int abi, unsigned int flags)
 {
@@ -36,7 +38,7 @@ static int expect(const char *what, int got, int want)
 static int errors(void)
 {
 	struct ibckpt_event e;
-	int fd, bad = 0, st;
+	int fd, fd2, bad = 0, st;
 	pid_t pid;
 
 	fd = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
@@ -54,10 +56,62 @@ static int errors(void)
 	bad |= expect("register from a forked child", WEXITSTATUS(st) ? -1 : 0, 0);
 	bad |= expect("register", reg(fd, IBCKPT_ABI_VERSION, 0), 0);
 	bad |= expect("register twice", reg(fd, IBCKPT_ABI_VERSION, 0), -EBUSY);
+	/* review finding kmod #2/#4: one registration per process, not per file */
+	fd2 = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
+	bad |= expect("register a second file", reg(fd2, IBCKPT_ABI_VERSION, 0), -EBUSY);
+	close(fd2);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	bad |= expect("read with no event", read(fd, &e, sizeof(e)) < 0 ? -errno : 0, -EAGAIN);
 	bad |= expect("short read", read(fd, &e, 4) < 0 ? -errno : 0, -EINVAL);
 	close(fd);
+	return bad;
+}
+
+static int snapshot(int fd, uint64_t session, uint32_t tgid)
+{
+	struct ibckpt_snap_hdr h = {
+		.magic = IBCKPT_SNAP_MAGIC, .version = IBCKPT_SNAP_VERSION,
+		.hdr_len = sizeof(h), .tgid = tgid, .session = session,
+		.total_len = sizeof(h), .pinned_bytes = 1ull << 40,
+	};
+	struct ibckpt_snapshot_arg a = {
+		.session = session, .addr = (uintptr_t)&h, .len = sizeof(h),
+	};
+
+	return ioctl(fd, IBCKPT_IOC_SNAPSHOT, &a) ? -errno : 0;
+}
+
+/*
+ * Play a provider that answers each quiesce request with a forged identity
+ * (another process id, 1 TiB pinned) and tries to give its snapshot again,
+ * before and after the answer (review findings kmod #7, #16); prints
+ * "snapshot refusals ok" or what went wrong, until a thaw.
+ */
+static int answer(void)
+{
+	struct ibckpt_quiesced q = { 0 };
+	struct ibckpt_event e;
+	int fd, bad = 0;
+
+	fd = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
+		return perror("register"), 1;
+	printf("registered %d\n", (int)getpid());
+	fflush(stdout);
+	while (read(fd, &e, sizeof(e)) == sizeof(e)) {
+		if (e.type == IBCKPT_EV_THAW || e.type == IBCKPT_EV_ABORT)
+			break;
+		if (e.type != IBCKPT_EV_QUIESCE)
+			continue;
+		bad |= expect("snapshot of another session", snapshot(fd, e.session + 1, 1), -ESRCH);
+		bad |= expect("snapshot", snapshot(fd, e.session, 1), 0);
+		bad |= expect("snapshot again", snapshot(fd, e.session, 1), -EALREADY);
+		q.session = e.session;
+		bad |= expect("answer", ioctl(fd, IBCKPT_IOC_QUIESCED, &q) ? -errno : 0, 0);
+		bad |= expect("snapshot after the answer", snapshot(fd, e.session, 1), -EALREADY);
+		printf("snapshot refusals %s\n", bad ? "FAILED" : "ok");
+		fflush(stdout);
+	}
 	return bad;
 }
 
@@ -76,6 +130,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "errors"))
 		return errors();
+	if (argc == 2 && !strcmp(argv[1], "answer"))
+		return answer();
 	if (argc == 3 && !strcmp(argv[1], "cycles")) {
 		n = atoi(argv[2]);
 		for (i = 0; i < n; i++) {
@@ -86,6 +142,6 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	fprintf(stderr, "usage: regtest hold SECONDS | errors | cycles N\n");
+	fprintf(stderr, "usage: regtest hold SECONDS | errors | answer | cycles N\n");
 	return 2;
 }

@@ -1,5 +1,7 @@
 #!/bin/bash
-# /dev/ibckpt registration: refusals (bad ABI, flags, inherited fd, twice),
+# /dev/ibckpt registration: refusals (bad ABI, flags, inherited fd, twice,
+# a second file of the same process), one snapshot per freeze stamped with
+# the module's identity,
 # status lists a registered process with its process group and control thread,
 # the registration ends with the process, rmmod is refused while a file is
 # open, and 1000 register/close cycles leak nothing.
@@ -16,6 +18,18 @@ ibckpt -j status | jq -e ".processes[] | select(.tgid == $pid and .ctrl_tid == $
 	fail "status -j does not list $pid"
 rmmod ibckpt 2> /dev/null && fail "rmmod succeeded with /dev/ibckpt open"
 kill "$pid"; wait
+# the snapshot: one per session, before the answer; its identity is the
+# module's word (a provider that claims another pid and 1 TiB pinned)
+setsid $R answer > "$T/ans" 2>&1 &
+for _ in $(seq 50); do grep -q registered "$T/ans" && break; sleep 0.1; done
+pid=$(awk '/registered/ {print $2}' "$T/ans")
+ibckpt freeze --persist 30 "$pid" > /dev/null || fail "freeze the answering process: $(cat "$T/ans")"
+grep -q "snapshot refusals ok" "$T/ans" || fail "snapshot refusals: $(cat "$T/ans")"
+ibckpt -j dump "$pid" > "$T/d" || fail "dump"
+jq -e ".processes[0].tgid == $pid and .processes[0].pinned_bytes < 1099511627776" "$T/d" \
+	> /dev/null || fail "the dump believes the provider's identity: $(head -c 300 "$T/d")"
+ibckpt thaw "$pid" > /dev/null || fail "thaw"
+wait
 ibckpt status | grep -q 'no process registered' || fail "registration outlived the process"
 ibckpt status abc 2> "$T/e"; expect_eq 2 $? "exit status for a malformed pgid"
 grep -q "'abc' is not a process group id" "$T/e" || fail "no clear error for a bad pgid"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # A thread that cannot reach a safe point (the parent of a vfork, waiting
 # uninterruptibly) makes the freeze time out: a clear error naming it, exit 1,
-# and the group is left running as it was. A persistent freeze's watchdog
-# thaws the group by itself.
+# and the group is left running as it was; its park request still queued
+# keeps the module from unloading. A persistent freeze's watchdog thaws the
+# group by itself.
 . "$(dirname "$0")/lib.sh"
 wl_start vfork 4
 ibckpt freeze --timeout 500 "$WL_PID" > "$T/o" 2> "$T/e"
@@ -13,10 +14,18 @@ grep -q "thread $WL_PID (process $WL_PID) never parked" "$T/e" || fail "straggle
 # the vfork child parked (in its sleep) and was released by the abort: not named
 [ "$(grep -c 'never parked' "$T/e")" = 1 ] || fail "a thread that parked named as never parked"
 ibckpt status "$WL_PID" | grep -q "process group $WL_PID is not frozen" || fail "aborted session left behind"
+# the parent's park request is still queued (it cannot be withdrawn): the
+# module is in use, rmmod says so at once instead of hanging (review
+# finding kmod #11)
+timeout 20 rmmod ibckpt 2> "$T/rm" && fail "rmmod with a park request queued worked"
+[ $? != 124 ] || fail "rmmod hung behind a queued park request"
+grep -q "in use" "$T/rm" || fail "rmmod: $(cat "$T/rm")"
 sleep 4	# the vfork child exits, the parent runs again
 b=$(wl_snap)
 [ "$(echo "$b" | cut -d' ' -f2)" -ge 1 ] || fail "the parent never resumed"
 kill -9 -- "-$WL_PID"
+rmmod ibckpt || fail "rmmod once the park request ran"
+modprobe ibckpt || fail "modprobe"
 
 wl_start run 1
 ibckpt freeze --persist 2 "$WL_PID" > /dev/null || fail "persistent freeze"
