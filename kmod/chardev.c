@@ -22,7 +22,10 @@
 
 #include "ibckpt.h"
 
-/* Registered processes, and the lock that protects the list (not the entries). */
+/*
+ * Registered processes, and the lock that protects the list and the entries'
+ * quiesce state (struct ibckpt_proc).
+ */
 LIST_HEAD(ibckpt_procs);
 DEFINE_MUTEX(ibckpt_procs_lock);	/* protects ibckpt_procs */
 

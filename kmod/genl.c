@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The generic netlink family "ibckpt": the administrative channel of the
- * ibckpt CLI. Handlers never block for long (a doit holds genl's cb_lock for
- * reading; a slow one would stall every generic netlink user).
+ * ibckpt CLI. A doit holds genl's cb_lock for reading, and a slow one would
+ * stall every generic netlink user: handlers do not wait, except THAW, which
+ * waits (10 s at most) for the released threads to leave their parks.
  */
 #include <linux/err.h>
 #include <linux/pid_namespace.h>
@@ -69,7 +70,7 @@ static int ibckpt_nl_fill_proc(struct sk_buff *skb, struct netlink_callback *cb,
 	void *hdr;
 
 	tgid = pid_nr_ns(p->tgid, ns);
-	task = get_pid_task(p->tgid, PIDTYPE_PID);
+	task = get_pid_task(p->tgid, PIDTYPE_TGID);
 	if (!tgid || !task) {
 		if (task)
 			put_task_struct(task);
@@ -179,6 +180,7 @@ static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
 		.flags = ibckpt_nl_u32(info, IBCKPT_A_FLAGS, 0),
 		.watchdog_ms = ibckpt_nl_u32(info, IBCKPT_A_WATCHDOG_MS, 0),
 		.portid = info->snd_portid,
+		.admin = netlink_ns_capable(skb, &init_user_ns, CAP_SYS_ADMIN),
 	};
 	struct ibckpt_busy busy = {};
 	const char *why = NULL;
@@ -371,7 +373,8 @@ static int ibckpt_nl_session_dump(struct sk_buff *skb, struct netlink_callback *
  * it defeats ASLR of other users' processes.
  */
 static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *cb,
-				 struct ibckpt_thread *thr, struct pid_namespace *ns, bool where)
+				 struct ibckpt_thread *thr, struct pid_namespace *ns, bool where,
+				 bool admin)
 {
 	struct task_struct *task;
 	struct nlattr *nest;
@@ -382,6 +385,9 @@ static int ibckpt_nl_fill_thread(struct sk_buff *skb, struct netlink_callback *c
 	task = pid_task(thr->pid, PIDTYPE_PID);
 	if (task)
 		tgid = task_tgid_nr_ns(task, ns);
+	/* a checkpoint tool without CAP_SYS_ADMIN: only its own user's */
+	if (where && !admin)
+		where = task && ibckpt_may_freeze(current_cred(), false, task->group_leader);
 	rcu_read_unlock();
 	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
 			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_THREAD_GET);
@@ -413,6 +419,7 @@ static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *c
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	bool where = ibckpt_nl_privileged(cb->skb);
+	bool admin = where && netlink_ns_capable(cb->skb, &init_user_ns, CAP_SYS_ADMIN);
 	struct ibckpt_session *s;
 	struct ibckpt_thread *thr;
 	long i = 0;
@@ -428,7 +435,7 @@ static int ibckpt_nl_thread_dump(struct sk_buff *skb, struct netlink_callback *c
 	list_for_each_entry(thr, &s->threads, node) {
 		if (i++ < cb->args[0])
 			continue;
-		err = ibckpt_nl_fill_thread(skb, cb, thr, ns, where);
+		err = ibckpt_nl_fill_thread(skb, cb, thr, ns, where, admin);
 		if (err)
 			break;
 		cb->args[0] = i;
@@ -463,11 +470,39 @@ static int ibckpt_nl_fill_piece(struct sk_buff *skb, struct netlink_callback *cb
 	return n;
 }
 
-/* Refuse before the dump starts, so that the requester gets an error, not an empty dump. */
+/* Every provider that gave a snapshot for session @id is the reader's to read. */
+static bool ibckpt_nl_snapshots_mine(u64 id)
+{
+	const struct cred *cred = current_cred();
+	struct ibckpt_proc *p;
+	struct task_struct *t;
+	bool mine = true;
+
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (p->quiesce_session != id || !p->snap)
+			continue;
+		rcu_read_lock();
+		t = pid_task(p->tgid, PIDTYPE_TGID);
+		mine = t && ibckpt_may_freeze(cred, false, t);
+		rcu_read_unlock();
+		if (!mine)
+			break;
+	}
+	mutex_unlock(&ibckpt_procs_lock);
+	return mine;
+}
+
+/*
+ * Refuse before the dump starts, so that the requester gets an error, not an
+ * empty dump. (6.1 gives a dump's start no extended ack, cb->extack is NULL:
+ * the errno alone tells EPERM, no privilege, from EACCES, another user's
+ * job, and ENOENT, not frozen.)
+ */
 static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 {
 	struct ibckpt_session *s;
-	bool frozen;
+	bool frozen, mine;
 	int ret;
 
 	if (!ibckpt_nl_privileged(cb->skb)) {
@@ -481,9 +516,17 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 	s = ibckpt_session_find_id(cb->args[5]);
 	frozen = s && READ_ONCE(s->state) == IBCKPT_STATE_FROZEN;
 	mutex_unlock(&ibckpt_sessions_lock);
+	/* MR addresses and rkeys are credentials on the fabric: only one's own */
+	mine = netlink_ns_capable(cb->skb, &init_user_ns, CAP_SYS_ADMIN) ||
+	       ibckpt_nl_snapshots_mine(cb->args[5]);
 	if (!frozen) {
 		NL_SET_ERR_MSG(cb->extack, "the job is not frozen");
 		return -ENOENT;
+	}
+	if (!mine) {
+		NL_SET_ERR_MSG(cb->extack,
+			       "the job has another user's process: needs CAP_SYS_ADMIN");
+		return -EACCES;
 	}
 	return 0;
 }

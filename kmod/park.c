@@ -59,10 +59,11 @@ static void ibckpt_park_exited(struct ibckpt_session *s, struct ibckpt_thread *t
 	if (!READ_ONCE(s->released))
 		ibckpt_session_adopt(s, current);
 	spin_lock(&s->lock);
+	thr->vfork_held = false;
 	ibckpt_thread_set(s, thr, IBCKPT_THREAD_EXITED);
 	ibckpt_thread_unclaim(thr);
 	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
-		mod_delayed_work(system_wq, &s->converge, 0);
+		mod_delayed_work(ibckpt_wq, &s->converge, 0);
 	spin_unlock(&s->lock);
 }
 
@@ -86,6 +87,7 @@ static void ibckpt_park_fn(struct callback_head *cb)
 		goto out;
 	}
 	spin_lock(&s->lock);
+	thr->vfork_held = false;	/* it came by: from here it parks itself */
 	if (s->released) {
 		ibckpt_thread_set(s, thr, IBCKPT_THREAD_RUNNING);
 		spin_unlock(&s->lock);
@@ -94,19 +96,31 @@ static void ibckpt_park_fn(struct callback_head *cb)
 	thr->user_ip = instruction_pointer(regs);
 	thr->syscall = syscall_get_nr(current, regs) + 1;
 	ibckpt_thread_set(s, thr, IBCKPT_THREAD_PARKED);
+	if (current->vfork_done) {
+		/* its parent waits for it: see ibckpt_session_hold_vfork_parent() */
+		thr->vfork_child = true;
+		s->nvfork++;
+		ibckpt_session_hold_vfork_parent(s, thr);
+	}
 	/*
 	 * The last one to park lets the session converge now rather than at
 	 * its next scan. Only while FREEZING: an ending session has set its
 	 * state, under this lock, before it cancels the work.
 	 */
 	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
-		mod_delayed_work(system_wq, &s->converge, 0);
+		mod_delayed_work(ibckpt_wq, &s->converge, 0);
 	spin_unlock(&s->lock);
 
 	___wait_event(s->park_wq, READ_ONCE(s->released) || fatal_signal_pending(current),
 		      (TASK_KILLABLE | TASK_NOLOAD | TASK_FREEZABLE), 0, 0, schedule());
 
 	killed = fatal_signal_pending(current);
+	spin_lock(&s->lock);
+	if (thr->vfork_child) {
+		thr->vfork_child = false;
+		s->nvfork--;
+	}
+	spin_unlock(&s->lock);
 	if (killed) {
 		ibckpt_park_exited(s, thr);
 	} else {
@@ -129,7 +143,7 @@ out:
  * @thr: its entry in @s, state PENDING
  *
  * Return: 0, -ESRCH if the thread is past the point where it runs task
- * works (it is exiting), or -ENOMEM.
+ * works (it is exiting), -ENODEV if the module is going, or -ENOMEM.
  */
 int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
 		      struct ibckpt_thread *thr)
@@ -148,13 +162,19 @@ int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
 	/*
 	 * A queued work cannot be withdrawn, and its thread may not come by
 	 * for a long time (stopped, traced, in an uninterruptible sleep): it
-	 * pins the module, so that rmmod fails with EBUSY instead of waiting
-	 * uninterruptibly in module exit for that thread.
+	 * pins the module, so that rmmod fails (EWOULDBLOCK, "in use") instead
+	 * of waiting uninterruptibly in module exit for that thread. Once the
+	 * module is going, nothing new is queued.
 	 */
-	__module_get(THIS_MODULE);
+	if (!try_module_get(THIS_MODULE)) {
+		ret = -ENODEV;
+		goto undo;
+	}
 	ret = task_work_add(task, &pk->cb, TWA_SIGNAL);
-	if (ret) {
+	if (ret)
 		module_put(THIS_MODULE);
+undo:
+	if (ret) {
 		ibckpt_session_put(s);
 		kfree(pk);
 		if (atomic_dec_and_test(&ibckpt_parks))
@@ -167,10 +187,11 @@ int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
  * ibckpt_parks_wait_idle() - wait until every park callback has returned
  *
  * Called at module exit after every session was released. A work that has
- * not started yet holds a module reference, so there is none at exit: only
- * callbacks that are running (parked threads, woken by the release) are
- * waited for. synchronize_rcu_tasks() afterwards covers the last
- * instructions of the callbacks, which run after the count dropped.
+ * not started yet holds a module reference and none is queued once the
+ * module is going, so there is none at exit: only callbacks that are
+ * running (parked threads, woken by the release) are waited for.
+ * synchronize_rcu_tasks() afterwards covers the last instructions of the
+ * callbacks, which run after the count dropped.
  */
 void ibckpt_parks_wait_idle(void)
 {

@@ -36,9 +36,26 @@ static bool ibckpt_proc_in_job(struct ibckpt_proc *p, struct ibckpt_session *s)
 
 	rcu_read_lock();
 	t = pid_task(p->tgid, PIDTYPE_TGID);
-	in = t && ibckpt_session_covers(s, t);
+	/* another user's process is not the requester's to quiesce */
+	in = t && ibckpt_session_covers(s, t) && ibckpt_may_freeze(s->cred, s->admin, t);
 	rcu_read_unlock();
 	return in;
+}
+
+/*
+ * The registration's control thread is gone (the process died, or only the
+ * thread did): no answer can come. Its file may outlive it in a child that
+ * inherited it across fork(), so the release that counts as an answer may
+ * never happen.
+ */
+static bool ibckpt_proc_mute(struct ibckpt_proc *p)
+{
+	bool gone;
+
+	rcu_read_lock();
+	gone = !pid_task(p->ctrl, PIDTYPE_PID);
+	rcu_read_unlock();
+	return gone;
 }
 
 /**
@@ -47,12 +64,13 @@ static bool ibckpt_proc_in_job(struct ibckpt_proc *p, struct ibckpt_session *s)
  *
  * Called before every scan of the job, so that a provider whose process
  * joins the job (or is born into it) is asked before its threads are
- * parked. A process another session asked already is left to it.
+ * parked. A process another session asked already is left to it. A
+ * provider asked whose control thread died counts as answered.
  */
 void ibckpt_quiesce_ask(struct ibckpt_session *s)
 {
 	struct ibckpt_proc *p;
-	u32 n = 0, failed = 0;
+	u32 n = 0, failed = 0, gone = 0;
 	struct pid *fpid = NULL;
 
 	mutex_lock(&ibckpt_procs_lock);
@@ -65,6 +83,12 @@ void ibckpt_quiesce_ask(struct ibckpt_session *s)
 		return;
 	}
 	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (p->quiesce_session == s->id && !p->quiesce_answered && ibckpt_proc_mute(p)) {
+			/* asked, and nobody is left to answer: done (finding #14) */
+			p->quiesce_answered = true;
+			gone++;
+			continue;
+		}
 		if (p->quiesce_session || !ibckpt_proc_in_job(p, s))
 			continue;
 		p->quiesce_session = s->id;
@@ -78,11 +102,11 @@ void ibckpt_quiesce_ask(struct ibckpt_session *s)
 		n++;
 	}
 	mutex_unlock(&ibckpt_procs_lock);
-	if (!n)
+	if (!n && !gone)
 		return;
 	spin_lock(&s->lock);
 	s->q.providers += n;
-	s->q.answered += failed;
+	s->q.answered += failed + gone;
 	if (failed && !s->q.err) {
 		s->q.err = ENOBUFS;
 		s->q.err_pid = fpid;
@@ -157,7 +181,7 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 		}
 		spin_unlock(&s->lock);
 		/* the session may go on (or give up) now */
-		mod_delayed_work(system_wq, &s->converge, 0);
+		mod_delayed_work(ibckpt_wq, &s->converge, 0);
 	}
 	mutex_unlock(&ibckpt_sessions_lock);
 	return 0;

@@ -22,20 +22,27 @@
  * at module exit. Ending releases the parked threads and waits, bounded, for
  * them to leave.
  */
+#include <linux/bsearch.h>
+#include <linux/cred.h>
 #include <linux/jiffies.h>
 #include <linux/netlink.h>
 #include <linux/notifier.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/timekeeping.h>
 #include <net/net_namespace.h>
+#include <asm/syscall.h>
 
 #include "ibckpt.h"
 #include "session.h"
 
+struct workqueue_struct *ibckpt_wq;
 LIST_HEAD(ibckpt_sessions);
 DEFINE_MUTEX(ibckpt_sessions_lock);	/* protects ibckpt_sessions */
 
@@ -65,6 +72,8 @@ static void ibckpt_session_free(struct kref *ref)
 	}
 	ibckpt_job_release(&s->job);
 	put_pid(s->requester);
+	if (s->cred)
+		put_cred(s->cred);
 	put_pid(s->q.err_pid);
 	kfree_rcu(s, rcu);
 }
@@ -106,7 +115,7 @@ static int ibckpt_session_remember(struct ibckpt_session *s, struct pid *tgid)
 	rcu_read_unlock();
 	if (dup)
 		return 0;
-	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
 	m->tgid = get_pid(tgid);
@@ -138,6 +147,52 @@ bool ibckpt_session_covers(struct ibckpt_session *s, struct task_struct *proc)
 	if (is_global_init(proc) || task_tgid(proc) == s->requester)
 		return false;
 	return ibckpt_job_has(&s->job, proc, ibckpt_session_knows, s);
+}
+
+/**
+ * ibckpt_may_freeze() - may a requester freeze (and read) a process
+ * @cred: the requester's credentials
+ * @admin: the requester has CAP_SYS_ADMIN
+ * @proc: the process (thread group leader)
+ *
+ * CAP_CHECKPOINT_RESTORE is meant to be handed to checkpoint tools that are
+ * not root; alone it must not stop other users' processes or read their
+ * RDMA keys. Such a requester may freeze a process only when ptrace's own
+ * credential rule would let it attach: the process's real, effective and
+ * saved user and group ids are all the requester's real ones, and the
+ * process is dumpable. (ptrace_may_access() and the LSM hooks behind it are
+ * not exported to modules: Yama, SELinux and AppArmor are not asked.)
+ *
+ * Context: rcu_read_lock() held.
+ * Return: true if it may.
+ */
+bool ibckpt_may_freeze(const struct cred *cred, bool admin, struct task_struct *proc)
+{
+	const struct cred *tc;
+	struct task_struct *t;
+	bool dumpable = false;
+
+	if (admin)
+		return true;
+	tc = __task_cred(proc);
+	if (!uid_eq(cred->uid, tc->euid) || !uid_eq(cred->uid, tc->suid) ||
+	    !uid_eq(cred->uid, tc->uid) || !gid_eq(cred->gid, tc->egid) ||
+	    !gid_eq(cred->gid, tc->sgid) || !gid_eq(cred->gid, tc->gid))
+		return false;
+	/* a zombie has nothing left to freeze or to read */
+	if (proc->exit_state)
+		return true;
+	/* the leader may have exited alone: any thread with the mm tells */
+	for_each_thread(proc, t) {
+		task_lock(t);
+		if (t->mm) {
+			dumpable = get_dumpable(t->mm) == SUID_DUMP_USER;
+			task_unlock(t);
+			break;
+		}
+		task_unlock(t);
+	}
+	return dumpable;
 }
 
 /**
@@ -242,8 +297,15 @@ static bool ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
 	WRITE_ONCE(s->state, st);
 	WRITE_ONCE(s->released, true);
 	/* the threads are free for another session from now on */
-	list_for_each_entry(thr, &s->threads, node)
+	list_for_each_entry(thr, &s->threads, node) {
 		ibckpt_thread_unclaim(thr);
+		/* counted as parked in vfork(): released without coming by */
+		if (thr->vfork_held) {
+			thr->vfork_held = false;
+			ibckpt_tally_move(&s->tally, thr->state, IBCKPT_THREAD_RUNNING);
+			thr->state = IBCKPT_THREAD_RUNNING;
+		}
+	}
 	spin_unlock(&s->lock);
 	wake_up_all(&s->park_wq);
 	ibckpt_quiesce_end(s, st == IBCKPT_STATE_ABORTED ? IBCKPT_EV_ABORT : IBCKPT_EV_THAW);
@@ -273,10 +335,7 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 	struct ibckpt_thread *thr;
 	int ret;
 
-	ret = ibckpt_session_remember(s, task_tgid(task));
-	if (ret)
-		return ret;
-	thr = kzalloc(sizeof(*thr), GFP_KERNEL_ACCOUNT);
+	thr = kzalloc(sizeof(*thr), GFP_KERNEL);
 	if (!thr)
 		return -ENOMEM;
 	thr->sess = s;
@@ -294,7 +353,10 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 	ibckpt_tally_add(&s->tally, IBCKPT_THREAD_PENDING);
 	spin_unlock(&s->lock);
 
-	ret = ibckpt_park_queue(s, task, thr);
+	/* its process is the job's (for a tree: wherever it goes from now on) */
+	ret = ibckpt_session_remember(s, task_tgid(task));
+	if (!ret)
+		ret = ibckpt_park_queue(s, task, thr);
 	if (ret == -ESRCH) {
 		/* already past running task works: it is exiting */
 		spin_lock(&s->lock);
@@ -310,8 +372,18 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 /**
  * struct ibckpt_scan - one pass over the job
  * @s: the session
- * @ctrl: control threads of the job's providers, never parked
+ * @ctrl: control threads of every registered process, sorted: never parked
  * @nctrl: how many
+ * @defer: registered processes this session has not asked to quiesce (yet,
+ *	or another session did), sorted: their threads are left alone, since
+ *	one parked inside the provider's gate would keep the provider from
+ *	quiescing. The next run asks them first.
+ * @ndefer: how many
+ * @unasked: how many of those the scan met in the job unasked by anyone
+ *	(they registered, or joined, after this run asked): they count as
+ *	found, so that the job is not called frozen while they run
+ * @fresh: registered processes no session asked, sorted
+ * @nfresh: how many
  * @batch: threads found, each with a task reference
  * @n: how many
  */
@@ -319,18 +391,26 @@ struct ibckpt_scan {
 	struct ibckpt_session *s;
 	struct pid **ctrl;
 	unsigned int nctrl;
+	struct pid **defer;
+	unsigned int ndefer;
+	unsigned int unasked;
+	struct pid **fresh;
+	unsigned int nfresh;
 	struct task_struct *batch[IBCKPT_SCAN_BATCH];
 	unsigned int n;
 };
 
-static bool ibckpt_scan_is_ctrl(const struct ibckpt_scan *sc, struct pid *pid)
+static int ibckpt_cmp_ptr(const void *a, const void *b)
 {
-	unsigned int i;
+	unsigned long x = (unsigned long)*(struct pid * const *)a;
+	unsigned long y = (unsigned long)*(struct pid * const *)b;
 
-	for (i = 0; i < sc->nctrl; i++)
-		if (sc->ctrl[i] == pid)
-			return true;
-	return false;
+	return x < y ? -1 : x > y;
+}
+
+static bool ibckpt_pid_in(struct pid **v, unsigned int n, struct pid *pid)
+{
+	return bsearch(&pid, v, n, sizeof(*v), ibckpt_cmp_ptr);
 }
 
 /* Under RCU: add the process's threads no session holds; false when full. */
@@ -339,12 +419,17 @@ static bool ibckpt_scan_visit(struct task_struct *p, void *arg)
 	struct ibckpt_scan *sc = arg;
 	struct task_struct *t;
 
-	if (is_global_init(p) || task_tgid(p) == sc->s->requester)
+	if (is_global_init(p) || task_tgid(p) == sc->s->requester ||
+	    !ibckpt_may_freeze(sc->s->cred, sc->s->admin, p))	/* not the requester's to stop */
 		return true;
+	if (ibckpt_pid_in(sc->defer, sc->ndefer, task_tgid(p))) {
+		sc->unasked += ibckpt_pid_in(sc->fresh, sc->nfresh, task_tgid(p));
+		return true;
+	}
 	for_each_thread(p, t) {
 		if (t->flags & (PF_KTHREAD | PF_IO_WORKER | PF_EXITING))
 			continue;
-		if (ibckpt_thread_holder(t) || ibckpt_scan_is_ctrl(sc, task_pid(t)))
+		if (ibckpt_thread_holder(t) || ibckpt_pid_in(sc->ctrl, sc->nctrl, task_pid(t)))
 			continue;
 		if (sc->n == IBCKPT_SCAN_BATCH)
 			return false;
@@ -354,24 +439,50 @@ static bool ibckpt_scan_visit(struct task_struct *p, void *arg)
 	return true;
 }
 
-/* The control threads of the providers this session asked to quiesce. */
-static struct pid **ibckpt_ctrl_pids(struct ibckpt_session *s, unsigned int *n)
+/* The registry as the scan needs it (see struct ibckpt_scan). */
+static int ibckpt_scan_registry(struct ibckpt_scan *sc)
 {
 	struct ibckpt_proc *p;
 	unsigned int cnt = 0;
-	struct pid **v;
 
 	mutex_lock(&ibckpt_procs_lock);
 	list_for_each_entry(p, &ibckpt_procs, node)
-		cnt += p->quiesce_session == s->id;
-	v = kcalloc(cnt ? cnt : 1, sizeof(*v), GFP_KERNEL);
-	*n = 0;
-	if (v)
-		list_for_each_entry(p, &ibckpt_procs, node)
-			if (p->quiesce_session == s->id && *n < cnt)
-				v[(*n)++] = get_pid(p->ctrl);
+		cnt++;
+	sc->ctrl = kvcalloc(cnt ? cnt : 1, sizeof(*sc->ctrl), GFP_KERNEL);
+	sc->defer = kvcalloc(cnt ? cnt : 1, sizeof(*sc->defer), GFP_KERNEL);
+	sc->fresh = kvcalloc(cnt ? cnt : 1, sizeof(*sc->fresh), GFP_KERNEL);
+	if (sc->ctrl && sc->defer && sc->fresh) {
+		list_for_each_entry(p, &ibckpt_procs, node) {
+			sc->ctrl[sc->nctrl++] = get_pid(p->ctrl);
+			if (p->quiesce_session != sc->s->id)
+				sc->defer[sc->ndefer++] = get_pid(p->tgid);
+			if (!p->quiesce_session)
+				sc->fresh[sc->nfresh++] = get_pid(p->tgid);
+		}
+	}
 	mutex_unlock(&ibckpt_procs_lock);
-	return v;
+	if (!sc->ctrl || !sc->defer || !sc->fresh)
+		return -ENOMEM;
+	sort(sc->ctrl, sc->nctrl, sizeof(*sc->ctrl), ibckpt_cmp_ptr, NULL);
+	sort(sc->defer, sc->ndefer, sizeof(*sc->defer), ibckpt_cmp_ptr, NULL);
+	sort(sc->fresh, sc->nfresh, sizeof(*sc->fresh), ibckpt_cmp_ptr, NULL);
+	return 0;
+}
+
+static void ibckpt_scan_free(struct ibckpt_scan *sc)
+{
+	unsigned int i;
+
+	for (i = 0; i < sc->nctrl; i++)
+		put_pid(sc->ctrl[i]);
+	for (i = 0; i < sc->ndefer; i++)
+		put_pid(sc->defer[i]);
+	for (i = 0; i < sc->nfresh; i++)
+		put_pid(sc->fresh[i]);
+	kvfree(sc->ctrl);
+	kvfree(sc->defer);
+	kvfree(sc->fresh);
+	kfree(sc);
 }
 
 /*
@@ -391,13 +502,13 @@ static int ibckpt_session_scan(struct ibckpt_session *s)
 	if (!sc)
 		return -ENOMEM;
 	sc->s = s;
-	sc->ctrl = ibckpt_ctrl_pids(s, &sc->nctrl);
-	if (!sc->ctrl) {
-		kfree(sc);
+	if (ibckpt_scan_registry(sc)) {
+		ibckpt_scan_free(sc);
 		return -ENOMEM;
 	}
 	do {
 		sc->n = 0;
+		sc->unasked = 0;
 		full = !ibckpt_job_walk(&s->job, ibckpt_session_knows, s, ibckpt_scan_visit, sc);
 		for (i = 0; i < sc->n; i++) {
 			if (!ret)
@@ -406,12 +517,11 @@ static int ibckpt_session_scan(struct ibckpt_session *s)
 		}
 		total += sc->n;
 		cond_resched();
-	} while (full && !ret && !READ_ONCE(s->released));
+		/* a job that grows faster than a pass: the deadline still counts */
+	} while (full && !ret && !READ_ONCE(s->released) && !time_after(jiffies, s->deadline));
 
-	for (i = 0; i < sc->nctrl; i++)
-		put_pid(sc->ctrl[i]);
-	kfree(sc->ctrl);
-	kfree(sc);
+	total += sc->unasked;
+	ibckpt_scan_free(sc);
 	return ret ? ret : total;
 }
 
@@ -428,6 +538,7 @@ void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent)
 {
 	struct task_struct *batch[16], *p;
 	unsigned int n, i;
+	bool err = false;
 
 	if (s->job.type != IBCKPT_JOB_TREE)
 		return;
@@ -445,12 +556,70 @@ void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent)
 		}
 		rcu_read_unlock();
 		for (i = 0; i < n; i++) {
-			if (ibckpt_session_remember(s, task_tgid(batch[i])))
+			if (!err && ibckpt_session_remember(s, task_tgid(batch[i]))) {
+				/* the same children would be found again: stop */
 				pr_warn("ibckpt: session %llu: out of memory keeping a child of %d\n",
 					s->id, task_tgid_nr(parent));
+				err = true;
+			}
 			put_task_struct(batch[i]);
 		}
-	} while (n == ARRAY_SIZE(batch));
+	} while (n == ARRAY_SIZE(batch) && !err);
+}
+
+/**
+ * ibckpt_session_hold_vfork_parent() - count a vfork() parent as parked
+ * @s: the session
+ * @child: a parked thread of @s that is a vfork() child (posix_spawn(),
+ *	system()) that has not exec'd or exited
+ *
+ * The thread that called vfork() waits for the child, uninterruptibly, and
+ * cannot reach its own park before the thaw: it is as good as parked, and
+ * counted so, or the freeze would never converge. When it does come by (the
+ * child was killed, or after the thaw) its park work parks it for real or
+ * lets it go. The parent is tracked later than the child when the walk
+ * meets the child first, so converge tries again for every such child.
+ *
+ * The waiting thread is the child's real parent unless CLONE_PARENT or
+ * CLONE_THREAD made it the caller's parent: it must share the child's mm
+ * and be another process.
+ *
+ * Context: s->lock held.
+ */
+void ibckpt_session_hold_vfork_parent(struct ibckpt_session *s, struct ibckpt_thread *child)
+{
+	struct task_struct *c = child->task, *parent;
+	struct ibckpt_thread *pt;
+	struct pt_regs *regs;
+
+	lockdep_assert_held(&s->lock);
+	rcu_read_lock();
+	parent = rcu_dereference(c->real_parent);
+	pt = ibckpt_thread_lookup(parent);
+	if (pt && pt->sess == s && pt->state == IBCKPT_THREAD_PENDING &&
+	    READ_ONCE(parent->mm) == READ_ONCE(c->mm) && !same_thread_group(parent, c)) {
+		regs = task_pt_regs(parent);
+		pt->user_ip = instruction_pointer(regs);
+		pt->syscall = syscall_get_nr(parent, regs) + 1;
+		pt->vfork_held = true;
+		ibckpt_tally_move(&s->tally, pt->state, IBCKPT_THREAD_PARKED);
+		pt->state = IBCKPT_THREAD_PARKED;
+	}
+	rcu_read_unlock();
+}
+
+/* Parents of parked vfork() children tracked after them (see above). */
+static void ibckpt_session_hold_vfork_parents(struct ibckpt_session *s)
+{
+	struct ibckpt_thread *thr;
+
+	lockdep_assert_held(&s->lock);
+	if (!s->nvfork)
+		return;
+	list_for_each_entry(thr, &s->threads, node)
+		if (thr->vfork_child && thr->state == IBCKPT_THREAD_PARKED &&
+		    !hlist_unhashed(&thr->hnode))
+			ibckpt_session_hold_vfork_parent(s, thr);
 }
 
 /* Converge ran into a failure: abort, unless the session ended meanwhile. */
@@ -483,6 +652,7 @@ static void ibckpt_converge_fn(struct work_struct *work)
 		s->deadline = jiffies + s->timeout;
 	}
 	late = time_after(jiffies, s->deadline);
+	ibckpt_session_hold_vfork_parents(s);
 	/* sampled before the scan: see the comment at the top */
 	calm = !s->tally.pending;
 	spin_unlock(&s->lock);
@@ -492,7 +662,7 @@ static void ibckpt_converge_fn(struct work_struct *work)
 	}
 	if (waiting) {
 		/* an answer kicks us; look again now and then for the deadline */
-		queue_delayed_work(system_wq, &s->converge, HZ / 20 + 1);
+		queue_delayed_work(ibckpt_wq, &s->converge, HZ / 20 + 1);
 		return;
 	}
 
@@ -515,7 +685,7 @@ static void ibckpt_converge_fn(struct work_struct *work)
 		s->freeze_ns = ktime_get_ns() - s->started;
 	if (st != IBCKPT_STATE_ABORTED) {
 		WRITE_ONCE(s->state, st);
-		queue_delayed_work(system_wq, &s->converge,
+		queue_delayed_work(ibckpt_wq, &s->converge,
 				   st == IBCKPT_STATE_FROZEN ? IBCKPT_RESCAN_FROZEN : 1);
 	}
 	spin_unlock(&s->lock);
@@ -559,7 +729,10 @@ struct ibckpt_check {
 	const char *why;
 };
 
-/* Under RCU: stop at init, the requester, or a process held elsewhere. */
+/*
+ * Under RCU and ibckpt_sessions_lock: stop at init, the requester, another
+ * user's process, or a process held elsewhere.
+ */
 static bool ibckpt_check_visit(struct task_struct *p, void *arg)
 {
 	struct ibckpt_check *c = arg;
@@ -576,17 +749,55 @@ static bool ibckpt_check_visit(struct task_struct *p, void *arg)
 		c->why = "the job contains the requester itself";
 		return false;
 	}
+	if (!ibckpt_may_freeze(c->s->cred, c->s->admin, p)) {
+		c->err = -EACCES;
+		c->why = "the job has another user's process: needs CAP_SYS_ADMIN";
+		return false;
+	}
 	for_each_thread(p, t) {
 		holder = ibckpt_thread_holder(t);
-		if (holder && !READ_ONCE(holder->released)) {
+		if (holder && !READ_ONCE(holder->released))
+			goto busy;
+	}
+	/* a session that has not claimed it yet (still asking its providers) */
+	list_for_each_entry(holder, &ibckpt_sessions, node)
+		if (!READ_ONCE(holder->released) && ibckpt_session_covers(holder, p))
+			goto busy;
+	return true;
+busy:
+	c->err = -EBUSY;
+	c->why = "a process of the job is frozen by another session";
+	c->busy->pid = task_tgid_vnr(p);
+	c->busy->session = holder->id;
+	return false;
+}
+
+/*
+ * A provider of the job that another session asked to quiesce belongs to
+ * that session even before any of its threads is claimed.
+ */
+static void ibckpt_check_providers(struct ibckpt_check *c)
+{
+	struct ibckpt_proc *p;
+	struct task_struct *t;
+
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (!p->quiesce_session)
+			continue;
+		rcu_read_lock();
+		t = pid_task(p->tgid, PIDTYPE_TGID);
+		if (t && ibckpt_session_covers(c->s, t)) {
 			c->err = -EBUSY;
 			c->why = "a process of the job is frozen by another session";
-			c->busy->pid = task_tgid_vnr(p);
-			c->busy->session = holder->id;
-			return false;
+			c->busy->pid = task_tgid_vnr(t);
+			c->busy->session = p->quiesce_session;
 		}
+		rcu_read_unlock();
+		if (c->err)
+			break;
 	}
-	return true;
+	mutex_unlock(&ibckpt_procs_lock);
 }
 
 static struct ibckpt_session *ibckpt_session_new(const struct ibckpt_freeze_req *req,
@@ -608,6 +819,8 @@ static struct ibckpt_session *ibckpt_session_new(const struct ibckpt_freeze_req 
 	kref_init(&s->ref);
 	s->id = atomic64_inc_return(&ibckpt_session_ids);
 	s->requester = get_task_pid(current, PIDTYPE_TGID);
+	s->cred = get_current_cred();
+	s->admin = req->admin;
 	s->flags = req->flags;
 	s->owner_portid = req->flags & IBCKPT_FREEZE_F_PERSIST ? 0 : req->portid;
 	spin_lock_init(&s->lock);
@@ -666,6 +879,8 @@ int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
 	}
 	c.s = s;
 	ibckpt_job_walk(&s->job, ibckpt_session_knows, s, ibckpt_check_visit, &c);
+	if (!c.err)
+		ibckpt_check_providers(&c);
 	if (c.err) {
 		mutex_unlock(&ibckpt_sessions_lock);
 		ibckpt_session_put(s);
@@ -676,9 +891,9 @@ int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
 		list_del(&old->node);
 	list_add_tail(&s->node, &ibckpt_sessions);
 	*id = s->id;
-	queue_delayed_work(system_wq, &s->converge, 0);
+	queue_delayed_work(ibckpt_wq, &s->converge, 0);
 	if (req->flags & IBCKPT_FREEZE_F_PERSIST)
-		queue_delayed_work(system_wq, &s->watchdog, msecs_to_jiffies(req->watchdog_ms));
+		queue_delayed_work(ibckpt_wq, &s->watchdog, msecs_to_jiffies(req->watchdog_ms));
 	mutex_unlock(&ibckpt_sessions_lock);
 	if (old)
 		ibckpt_session_end(old, false);
@@ -735,13 +950,27 @@ static struct notifier_block ibckpt_netlink_nb = {
 };
 
 /**
- * ibckpt_sessions_init() - watch for owners of freezes going away
+ * ibckpt_sessions_init() - the sessions' workqueue; watch for owners of
+ *	freezes going away
  *
  * Return: 0 or a negative errno.
  */
 int ibckpt_sessions_init(void)
 {
-	return netlink_register_notifier(&ibckpt_netlink_nb);
+	int ret;
+
+	/*
+	 * Module-private: a watchdog that ended its session may still be
+	 * waiting for its threads when the module goes; destroying the queue
+	 * at exit waits for it, which system_wq would not.
+	 */
+	ibckpt_wq = alloc_workqueue("ibckpt", WQ_UNBOUND, 0);
+	if (!ibckpt_wq)
+		return -ENOMEM;
+	ret = netlink_register_notifier(&ibckpt_netlink_nb);
+	if (ret)
+		destroy_workqueue(ibckpt_wq);
+	return ret;
 }
 
 /**
@@ -762,7 +991,7 @@ void ibckpt_sessions_exit(void)
 		list_del(&s->node);
 		ibckpt_session_end(s, false);
 	}
+	/* a watchdog ending its (already unlisted) session is waited for */
+	destroy_workqueue(ibckpt_wq);
 	ibckpt_parks_wait_idle();
-	/* the sessions' memory is freed after a grace period */
-	rcu_barrier();
 }

@@ -33,6 +33,11 @@ struct ibckpt_session;
  * @state: enum ibckpt_thread_state, under the session's @lock
  * @user_ip: where it resumes in user space, recorded when it parked
  * @syscall: the system call it was in plus one, 0 for none
+ * @vfork_held: counted as parked without having parked: it waits in
+ *	vfork() for a child that is parked (and so cannot exec or exit before
+ *	the thaw); under the session's @lock
+ * @vfork_child: parked while its parent waits for it in vfork(); under the
+ *	session's @lock
  * @rcu: freed after a grace period: the table is read under RCU
  *
  * A thread is identified by its task, not its pid: a thread that execs
@@ -48,6 +53,8 @@ struct ibckpt_thread {
 	enum ibckpt_thread_state state;
 	unsigned long user_ip;
 	int syscall;
+	bool vfork_held;
+	bool vfork_child;
 	struct rcu_head rcu;
 };
 
@@ -89,6 +96,9 @@ struct ibckpt_quiesce {
  * @id: unique for the module's lifetime
  * @job: what the freeze covers
  * @requester: the process that asked (reference held); never parked
+ * @cred: the requester's credentials (reference held)
+ * @admin: the requester had CAP_SYS_ADMIN: it may freeze any process but
+ *	init; without it only its own (ibckpt_may_freeze())
  * @flags: IBCKPT_FREEZE_F_*
  * @owner_portid: the netlink socket that owns the freeze (0 if persistent)
  * @lock: protects @state, @released, @tally, @threads, @nprocs and the
@@ -100,6 +110,7 @@ struct ibckpt_quiesce {
  * @threads: struct ibckpt_thread list
  * @members: the job's processes found so far (struct ibckpt_member)
  * @nprocs: how many
+ * @nvfork: threads parked as vfork() children (@vfork_child)
  * @park_wq: parked threads sleep here
  * @done_wq: thaw waits here for threads to leave
  * @converge: rescans the job while FREEZING, and now and then while FROZEN
@@ -118,6 +129,8 @@ struct ibckpt_session {
 	u64 id;
 	struct ibckpt_job job;
 	struct pid *requester;
+	const struct cred *cred;
+	bool admin;
 	u32 flags;
 	u32 owner_portid;
 	spinlock_t lock;		/* see the kernel-doc above */
@@ -127,6 +140,7 @@ struct ibckpt_session {
 	struct list_head threads;
 	DECLARE_HASHTABLE(members, IBCKPT_MEMBER_BITS);
 	u32 nprocs;
+	u32 nvfork;
 	wait_queue_head_t park_wq;
 	wait_queue_head_t done_wq;
 	struct delayed_work converge;
@@ -153,6 +167,9 @@ struct ibckpt_sel {
 	int cgroup_fd;
 };
 
+/* Runs the sessions' converge and watchdog works; drained at module exit. */
+extern struct workqueue_struct *ibckpt_wq;
+
 /* Listed sessions; the mutex also serialises freeze, thaw and teardown. */
 extern struct list_head ibckpt_sessions;
 extern struct mutex ibckpt_sessions_lock;
@@ -164,6 +181,7 @@ extern struct mutex ibckpt_sessions_lock;
  * @flags: IBCKPT_FREEZE_F_*
  * @watchdog_ms: for IBCKPT_FREEZE_F_PERSIST, thaw after this long
  * @portid: the requesting netlink socket, the owner of a non-persistent freeze
+ * @admin: the requester has CAP_SYS_ADMIN (not only CAP_CHECKPOINT_RESTORE)
  */
 struct ibckpt_freeze_req {
 	struct ibckpt_sel sel;
@@ -171,6 +189,7 @@ struct ibckpt_freeze_req {
 	u32 flags;
 	u32 watchdog_ms;
 	u32 portid;
+	bool admin;
 };
 
 int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
@@ -180,7 +199,9 @@ struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const ch
 struct ibckpt_session *ibckpt_session_find_id(u64 id);
 void ibckpt_session_put(struct ibckpt_session *s);
 bool ibckpt_session_covers(struct ibckpt_session *s, struct task_struct *proc);
+bool ibckpt_may_freeze(const struct cred *cred, bool admin, struct task_struct *proc);
 void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent);
+void ibckpt_session_hold_vfork_parent(struct ibckpt_session *s, struct ibckpt_thread *child);
 int ibckpt_sessions_init(void);
 void ibckpt_sessions_exit(void);
 
@@ -188,6 +209,7 @@ void ibckpt_sessions_exit(void);
 int ibckpt_thread_claim(struct ibckpt_thread *thr, struct task_struct *task);
 void ibckpt_thread_unclaim(struct ibckpt_thread *thr);
 struct ibckpt_session *ibckpt_thread_holder(struct task_struct *task);
+struct ibckpt_thread *ibckpt_thread_lookup(struct task_struct *task);
 
 /* quiesce.c */
 void ibckpt_quiesce_ask(struct ibckpt_session *s);

@@ -22,12 +22,23 @@
 static DEFINE_HASHTABLE(ibckpt_threads, IBCKPT_THREAD_BITS);
 static DEFINE_SPINLOCK(ibckpt_threads_lock);	/* writers of ibckpt_threads */
 
-static struct ibckpt_thread *ibckpt_thread_lookup(struct task_struct *task)
+/**
+ * ibckpt_thread_lookup() - a claimed thread's entry
+ * @task: the thread
+ *
+ * An entry unclaimed meanwhile no longer counts: its task may be freed and
+ * its address reused by a new task.
+ *
+ * Context: rcu_read_lock() held, or ibckpt_threads_lock; the entry's fields
+ * are under its session's lock.
+ * Return: the entry, or NULL if no session holds @task.
+ */
+struct ibckpt_thread *ibckpt_thread_lookup(struct task_struct *task)
 {
 	struct ibckpt_thread *thr;
 
 	hash_for_each_possible_rcu(ibckpt_threads, thr, hnode, (unsigned long)task)
-		if (READ_ONCE(thr->task) == task)
+		if (READ_ONCE(thr->task) == task && !hlist_unhashed_lockless(&thr->hnode))
 			return thr;
 	return NULL;
 }
@@ -80,8 +91,8 @@ void ibckpt_thread_unclaim(struct ibckpt_thread *thr)
  * ibckpt_thread_holder() - the session that holds a thread
  * @task: the thread
  *
- * Context: rcu_read_lock() held; the session stays valid until it is
- * released.
+ * Context: rcu_read_lock() held; the session may be used until it is
+ * dropped (it is freed after a grace period).
  * Return: the session, or NULL.
  */
 struct ibckpt_session *ibckpt_thread_holder(struct task_struct *task)
@@ -90,3 +101,4 @@ struct ibckpt_session *ibckpt_thread_holder(struct task_struct *task)
 
 	return thr ? thr->sess : NULL;
 }
+

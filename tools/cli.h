@@ -57,6 +57,8 @@ int cli_job_finish(struct cli_job *j, int argc, char **argv, int optind, int fla
 int cli_job_negative(int argc, char **argv);
 const char *cli_job_describe(const struct cli_job *j, char *buf, size_t len);
 const char *cli_job_type_name(unsigned int type);
+/* The reason for a refused dump request: the kernel's, or said from the errno. */
+const char *cli_dump_why(int err, const char *ext);
 /* "job":{"type":...,"id"|"path":...} (and "pgid" for a process group) */
 void cli_job_json(FILE *f, const struct cli_job *j);
 /*
@@ -76,7 +78,7 @@ int cmd_dump(int argc, char **argv);
 struct cli_session {
 	uint64_t id;
 	struct cli_job job;	/* cgroup: points into @cgroup */
-	char cgroup[256];
+	char cgroup[4096];	/* PATH_MAX */
 	unsigned int procs, state, flags, threads, parked, pending, exited;
 	uint64_t freeze_ns;
 	/* the providers' part: asked, answered, drained, outstanding, failure */
@@ -100,7 +102,7 @@ struct cli_threads {
 	unsigned int n;
 };
 
-/* The sessions @filter names (or all, with an empty filter). */
+/* The sessions @filter names (or all, with an empty filter); 1 if a cgroup could not be opened (said). */
 int cli_get_sessions(struct ibnl *n, struct cli_job *filter, struct cli_sessions *l,
 		     char *ext, size_t extlen);
 int cli_get_threads(struct ibnl *n, uint64_t session, struct cli_threads *l,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ibckpt dump PGID [-o FILE]: the snapshots the providers of a frozen
- * process group gave the module, printed (text, or JSON with -j) or written
+ * ibckpt dump JOB [-o FILE]: the snapshots the providers of a frozen job
+ * gave the module for its freeze, printed (text, or JSON with -j) or written
  * as they are, one after the other, to FILE. Each is validated first: the
  * bytes come from the frozen processes.
  */
@@ -129,9 +129,7 @@ int cmd_dump(int argc, char **argv)
 	cli_job_close();
 	if (err) {
 		snaps_free(&l);
-		if (!*ext && err == -ENOENT)	/* the module's reason, if it was not passed on */
-			snprintf(ext, sizeof(ext), "the job is not frozen");
-		return cli_fail(err, what, ext);
+		return cli_fail(err, what, cli_dump_why(err, ext));
 	}
 	if (l.bad) {
 		snaps_free(&l);

@@ -50,9 +50,9 @@ static int send_thaw(struct ibnl *n, struct cli_job *j, char *ext, size_t extlen
 	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THAW, 0);
 	int rc = cli_job_put(m, j);
 
-	if (rc) {
+	if (rc) {	/* 1: the cgroup could not be opened, said */
 		nlmsg_free(m);
-		return rc < 0 ? rc : -EBADF;
+		return rc;
 	}
 	return ibnl_call(n, m, NULL, NULL, ext, extlen);
 }
@@ -130,9 +130,10 @@ static int freeze_refused(struct ibnl *n, int err, const char *what, const char 
 			fprintf(stderr, "ibckpt: %s: process %u is frozen by session %llu "
 				"(ibckpt status --id %llu)\n", what, b.pid,
 				(unsigned long long)b.session, (unsigned long long)b.session);
-		else
-			fprintf(stderr, "ibckpt: %s: the job is already frozen (session %llu)\n",
-				what, (unsigned long long)b.session);
+		else	/* the job itself, or a process not visible in our pid namespace */
+			fprintf(stderr, "ibckpt: %s: %s (session %llu)\n", what,
+				*ext ? ext : "the job is already frozen",
+				(unsigned long long)b.session);
 		return 1;
 	}
 	return cli_fail(err, what, ext);
@@ -303,6 +304,14 @@ int cmd_freeze(int argc, char **argv)
 			cli_fail(err, "lost track of the freeze", NULL);
 			goto out;
 		}
+		/* a process that joined the job could not be frozen in time */
+		if (s.state == IBCKPT_STATE_ABORTED) {
+			fprintf(stderr, "ibckpt: %s: the freeze was abandoned: a process that "
+				"joined the job could not be frozen%s; the job runs\n", desc,
+				s.quiesce_err ? " (its provider failed to quiesce)" : "");
+			send_thaw(&n, &by_id, ext, sizeof(ext));
+			goto out;
+		}
 		usleep(100000);
 	}
 	err = send_thaw(&n, &by_id, ext, sizeof(ext));
@@ -343,7 +352,7 @@ int cmd_thaw(int argc, char **argv)
 	ibnl_close(&n);
 	cli_job_close();
 	snprintf(what, sizeof(what), "cannot thaw %s", desc);
-	if (err == -EBADF && !*ext)
+	if (err > 0)
 		return 1;	/* the cgroup directory could not be opened: said */
 	if (err)
 		return cli_fail(err, what, ext);

@@ -169,3 +169,23 @@ void cli_job_json(FILE *f, const struct cli_job *j)
 	if (j->type == IBCKPT_JOB_PGRP)
 		fprintf(f, ",\"pgid\":%u", j->id);
 }
+
+const char *cli_dump_why(int err, const char *ext)
+{
+	if (ext && *ext)
+		return ext;
+	/* a dump's refusal comes without the kernel's words (6.1): say them */
+	switch (err) {
+	case -EPERM:
+		return "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN";
+	case -EACCES:
+		return "the job has another user's process: needs CAP_SYS_ADMIN";
+	case -ENOENT:
+		return "the job is not frozen";
+	case -ESRCH:
+		return "no such job";
+	case -EBADF:
+		return "not a cgroup v2 directory";
+	}
+	return ext;
+}

@@ -45,16 +45,16 @@ void cli_job_close(void)
 	cgroup_fd = -1;
 }
 
-/* Add the job to a new request; NULL (the request freed) after an error, printed. */
+/*
+ * Add the job to a new request; NULL (the request freed) after an error:
+ * *@err is then a negative errno, or 1 when the reason was printed already.
+ */
 static struct nl_msg *with_job(struct nl_msg *m, struct cli_job *j, int *err)
 {
-	int rc = cli_job_put(m, j);
-
-	*err = 0;
-	if (!rc)
+	*err = cli_job_put(m, j);
+	if (!*err)
 		return m;
 	nlmsg_free(m);
-	*err = rc < 0 ? rc : -EBADF;
 	return NULL;
 }
 
@@ -135,7 +135,7 @@ int cli_get_sessions(struct ibnl *n, struct cli_job *filter, struct cli_sessions
 		ext[0] = '\0';
 	m = with_job(ibnl_msg(n, IBCKPT_CMD_SESSION_GET, NLM_F_DUMP), filter, &err);
 	if (err)
-		return err;
+		return err;	/* 1: said */
 	err = ibnl_call(n, m, on_session, l, ext, extlen);
 	/* cgroup paths live in the entries: point at them once realloc is done */
 	for (i = 0; i < l->n; i++)

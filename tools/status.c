@@ -97,7 +97,7 @@ static int print_threads(FILE *out, struct ibnl *n, const struct cli_session *s)
 		free(t.v);
 		snprintf(what, sizeof(what), "cannot list the threads of session %llu",
 			 (unsigned long long)s->id);
-		return cli_fail(err, what, ext);
+		return cli_fail(err, what, cli_dump_why(err, ext));
 	}
 	print_members(out, &t);
 	if (json)
@@ -143,12 +143,12 @@ static int print_sessions(FILE *out, struct ibnl *n, struct cli_job *filter)
 	err = cli_get_sessions(n, filter, &l, ext, sizeof(ext));
 	if (err) {
 		free(l.v);
-		if (err == -EBADF && !*ext)
+		if (err > 0)
 			return 1;	/* the cgroup directory could not be opened: said */
 		snprintf(what, sizeof(what), "cannot list freeze sessions of %s",
 			 cli_job_describe(filter, desc, sizeof(desc)));
 		return cli_fail(err, filter->type || filter->session ? what :
-				"cannot list freeze sessions", ext);
+				"cannot list freeze sessions", cli_dump_why(err, ext));
 	}
 	if (json)
 		fputs("\"sessions\":[", out);

@@ -15,18 +15,28 @@ mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
 cg=/sys/fs/cgroup/ibckpt-bench.$$
 mkdir -p "$cg"
 printf '%-12s %8s %-10s %14s %14s\n' workload threads job freeze_ms thaw_ms
-for spec in "spin 1" "spin 16" "spin 256" "procs 1" "procs 8" "procs 32"; do
+for spec in "spin 1" "spin 16" "spin 256" "sleepers 1024" "sleepers 8192" "procs 1" "procs 8" \
+	    "procs 32"; do
 	set -- $spec
 	# in the cgroup from the start, in a session and group of its own
 	setsid bash -c "echo \$\$ > $cg/cgroup.procs && exec $W $1 $T/f $2" > /dev/null 2>&1 &
 	pid=$!
+	# every thread started (thousands take a while under emulation)
+	want=$2
+	[ "$1" = procs ] && want=1
+	for _ in $(seq 600); do
+		[ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -ge "$want" ] && break
+		sleep 0.1
+	done
 	sleep 1
+	n=$reps
+	[ "$2" -ge 1024 ] && n=$(( reps < 5 ? reps : 5 ))
 	jobs=("pgrp:$pid")
 	[ "$1" = procs ] && jobs+=("session:--session $pid" "tree:--tree $pid" "cgroup:--cgroup $cg")
 	for j in "${jobs[@]}"; do
 		: > "$T/fr"; : > "$T/th"
-		for _ in $(seq "$reps"); do
-			ibckpt -j freeze --persist 60 ${j#*:} | jq -r .freeze_us >> "$T/fr"
+		for _ in $(seq "$n"); do
+			ibckpt -j freeze --timeout 120000 --persist 600 ${j#*:} | jq -r .freeze_us >> "$T/fr"
 			ibckpt -j thaw ${j#*:} | jq -r .thaw_us >> "$T/th"
 		done
 		fr=$(median < "$T/fr"); th=$(median < "$T/th")

@@ -13,8 +13,17 @@
  *                              that exit at once
  *   workload vfork FILE SECS   the main thread waits in vfork() (an
  *                              uninterruptible wait) for SECS
+ *   workload exec FILE         the main thread keeps creating a thread that
+ *                              execs this program again at once (de_thread()
+ *                              hands it the main thread's pid); each image
+ *                              ticks once
+ *   workload spawn FILE        keeps running /bin/true with posix_spawn()
+ *                              (a vfork() until the exec) and waiting for it
  *   workload spin FILE N       N spinning threads (the main thread included)
  *   workload procs FILE N      N single-threaded spinning processes, one group
+ *   workload sleepers FILE N   N threads (the main thread included) each
+ *                              ticking every 10 ms from nanosleep(), with
+ *                              small stacks: thousands of them fit the VM
  *   workload mover FILE HOW N  forks a child every 50 ms, N in all, each of
  *                              which leaves for a process group of its own
  *                              (HOW=pgrp), or alternately a group and a
@@ -27,6 +36,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXT 300
+#define MAXT 8300
+
+extern char **environ;
 
 struct shared {
 	uint32_t nthreads;
@@ -153,6 +165,19 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
+static const char *exec_file;
+
+/* A thread that is not the leader becomes the process's new image. */
+static void *reexec(void *arg)
+{
+	char *args[] = { "workload", "exec", (char *)exec_file, "again", NULL };
+
+	(void)arg;
+	execv("/proc/self/exe", args);
+	bad("execv");
+	return NULL;
+}
+
 static void start(void *(*fn)(void *), long i)
 {
 	pthread_t t;
@@ -223,6 +248,24 @@ int main(int argc, char **argv)
 		sh->ready = 1;
 		busy((void *)0);
 	}
+	if (argc == 4 && !strcmp(argv[1], "sleepers")) {
+		pthread_attr_t a;
+		pthread_t t;
+
+		sh = map(argv[2], 1);
+		n = atol(argv[3]);
+		if (n < 1 || n > MAXT || pthread_attr_init(&a) ||
+		    pthread_attr_setstacksize(&a, 64 * 1024))
+			return 2;
+		sh->nthreads = (uint32_t)n;
+		for (i = 1; i < n; i++)
+			if (pthread_create(&t, &a, sleeper, (void *)i)) {
+				fprintf(stderr, "workload: thread %ld: cannot create\n", i);
+				return 1;
+			}
+		sh->ready = 1;
+		sleeper((void *)0);
+	}
 	if (argc == 4 && !strcmp(argv[1], "procs")) {
 		sh = map(argv[2], 1);
 		n = atol(argv[3]);
@@ -283,6 +326,33 @@ int main(int argc, char **argv)
 			nanosleep(&ms, NULL);
 		}
 	}
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "exec")) {
+		pthread_t t;
+
+		sh = map(argv[2], argc == 3);
+		sh->nthreads = 1;
+		sh->ready = 1;
+		exec_file = argv[2];
+		tick(0);
+		for (;;)
+			if (pthread_create(&t, NULL, reexec, NULL) || pthread_join(t, NULL))
+				bad("exec thread");
+	}
+	if (argc == 3 && !strcmp(argv[1], "spawn")) {
+		char *args[] = { "true", NULL };
+		pid_t c;
+		int st;
+
+		sh = map(argv[2], 1);
+		sh->nthreads = 1;
+		sh->ready = 1;
+		for (;;) {
+			if (posix_spawn(&c, "/bin/true", NULL, NULL, args, environ) ||
+			    waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+				bad("posix_spawn");
+			tick(0);
+		}
+	}
 	if (argc == 4 && !strcmp(argv[1], "vfork")) {
 		sh = map(argv[2], 1);
 		sh->nthreads = 1;
@@ -296,6 +366,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: workload run FILE NBUSY | forker FILE | vfork FILE SECS | "
-		"mover FILE pgrp|sid N | snap FILE\n");
+		"mover FILE pgrp|sid N | exec FILE | spawn FILE | snap FILE\n");
 	return 2;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,84 @@ static int answer(void)
 	return bad;
 }
 
+static volatile unsigned long ticks;
+
+static void *ticker(void *arg)
+{
+	FILE *f = arg;
+
+	for (;;) {
+		ticks++;
+		rewind(f);
+		fprintf(f, "%lu\n", ticks);
+		fflush(f);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/*
+ * A registered process whose control thread (exempt from freezes) starts a
+ * thread after it answered the quiesce request, once the job is frozen
+ * (review finding kmod #5): that thread counts in FILE and must be parked.
+ */
+static int cloner(const char *file)
+{
+	struct ibckpt_quiesced q = { 0 };
+	struct ibckpt_event e;
+	pthread_t t;
+	FILE *f;
+	int fd;
+
+	f = fopen(file, "w");
+	fd = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
+	if (!f || fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
+		return perror("register"), 1;
+	printf("registered %d\n", (int)getpid());
+	fflush(stdout);
+	while (read(fd, &e, sizeof(e)) == sizeof(e)) {
+		if (e.type == IBCKPT_EV_THAW || e.type == IBCKPT_EV_ABORT)
+			break;
+		if (e.type != IBCKPT_EV_QUIESCE)
+			continue;
+		q.session = e.session;
+		if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
+			return perror("answer"), 1;
+		usleep(500000);	/* frozen by now: nothing else of us runs */
+		if (pthread_create(&t, NULL, ticker, f))
+			return 1;
+		printf("thread started\n");
+		fflush(stdout);
+	}
+	pause();
+	return 0;
+}
+
+/*
+ * A provider that dies when asked to quiesce, while a child it forked still
+ * holds its /dev/ibckpt file (review finding kmod #14): the registration is
+ * not released, no answer comes; the freeze must not wait for one.
+ */
+static int dies(void)
+{
+	struct ibckpt_event e;
+	int fd;
+
+	fd = open("/dev/ibckpt", O_RDWR);	/* no O_CLOEXEC: the child keeps it */
+	if (fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
+		return perror("register"), 1;
+	if (fork() == 0) {
+		for (;;)
+			pause();
+	}
+	printf("registered %d\n", (int)getpid());
+	fflush(stdout);
+	while (read(fd, &e, sizeof(e)) == sizeof(e))
+		if (e.type == IBCKPT_EV_QUIESCE)
+			_exit(0);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	int fd, i, n;
@@ -132,6 +211,10 @@ int main(int argc, char **argv)
 		return errors();
 	if (argc == 2 && !strcmp(argv[1], "answer"))
 		return answer();
+	if (argc == 3 && !strcmp(argv[1], "cloner"))
+		return cloner(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "dies"))
+		return dies();
 	if (argc == 3 && !strcmp(argv[1], "cycles")) {
 		n = atoi(argv[2]);
 		for (i = 0; i < n; i++) {
@@ -142,6 +225,7 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	fprintf(stderr, "usage: regtest hold SECONDS | errors | answer | cycles N\n");
+	fprintf(stderr, "usage: regtest hold SECONDS | errors | answer | cloner FILE | dies | "
+		"cycles N\n");
 	return 2;
 }

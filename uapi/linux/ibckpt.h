@@ -35,8 +35,9 @@
  *
  * The calling thread becomes the process's control thread: it is never
  * parked by a freeze of the application threads.  One registration per
- * open file; the file is owned by the caller's thread group, and the
- * registration ends when the file is released (close or exit).
+ * process (a second one, on any file, fails with EBUSY); the file is owned
+ * by the caller's thread group, and the registration ends when the file is
+ * released (close or exit).
  */
 struct ibckpt_register {
 	__u32 abi_version;
@@ -46,10 +47,10 @@ struct ibckpt_register {
 /**
  * enum ibckpt_event_type - records read() from a registered /dev/ibckpt
  * @IBCKPT_EV_NONE: 0, not an event: the module never sends it
- * @IBCKPT_EV_QUIESCE: a freeze of the process's group starts: close the
- *	verbs gate, drain the CQs, then answer with IBCKPT_IOC_QUIESCED; the
- *	application threads are parked once every provider of the group has
- *	answered
+ * @IBCKPT_EV_QUIESCE: a freeze of a job the process belongs to starts (or
+ *	the process joined a frozen job): close the verbs gate, drain the CQs,
+ *	then answer with IBCKPT_IOC_QUIESCED; the process's application
+ *	threads are parked once every provider asked has answered
  * @IBCKPT_EV_THAW: the freeze is over; reopen the gate
  * @IBCKPT_EV_ABORT: the freeze was abandoned; reopen the gate
  */
@@ -288,7 +289,9 @@ enum ibckpt_proc_attr {
  * @IBCKPT_STATE_FREEZING: threads are being parked
  * @IBCKPT_STATE_FROZEN: every application thread is parked (or has exited)
  * @IBCKPT_STATE_THAWING: threads are being released
- * @IBCKPT_STATE_ABORTED: the freeze timed out; every thread was released
+ * @IBCKPT_STATE_ABORTED: the freeze was given up (a thread did not park in
+ *	time, a provider failed to quiesce, out of memory); every thread was
+ *	released
  */
 enum ibckpt_state {
 	IBCKPT_STATE_FREEZING = 1,

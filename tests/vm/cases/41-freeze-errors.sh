@@ -1,7 +1,8 @@
 #!/bin/bash
 # Bad requests get a clear error and a non-zero exit, and change nothing:
 # freezing twice, thawing a running group, unknown or malformed pgid, the
-# requester's own group, an unprivileged user, a bad option.
+# requester's own group, an unprivileged user, a bad option, a checkpoint
+# tool with CAP_CHECKPOINT_RESTORE alone against another user's processes.
 . "$(dirname "$0")/lib.sh"
 wl_start run 1
 check() {	# check EXPECTED_STATUS PATTERN COMMAND...
@@ -34,6 +35,30 @@ jq -e '[.sessions[0].thread_list[] | select(.ip != 0 or has("syscall"))] | lengt
 	> /dev/null || fail "status as nobody shows where threads are: $(head -c 300 "$T/n")"
 ibckpt -j status "$WL_PID" | jq -e '[.sessions[0].thread_list[] | select(.ip != 0)] | length == 7' \
 	> /dev/null || fail "status as root does not show where threads are"
+# CAP_CHECKPOINT_RESTORE alone (a checkpoint tool that is not root) stops
+# and reads only its own user's processes (review finding kmod #3)
+cr() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+checkpoint_restore \
+	--ambient-caps=+checkpoint_restore "$@"; }
+# a provider of root's that gave a snapshot: its MR keys are not for nobody
+setsid tests/kmod/regtest answer > "$T/ans" 2>&1 &
+for _ in $(seq 50); do grep -q registered "$T/ans" && break; sleep 0.1; done
+rpid=$(awk '/registered/ {print $2}' "$T/ans")
+ibckpt freeze --persist 30 "$rpid" > /dev/null || fail "freeze regtest"
+ibckpt dump "$rpid" > /dev/null || fail "root cannot dump regtest"
+check 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt dump "$rpid"
+ibckpt thaw "$rpid" > /dev/null || fail "thaw regtest"
 ibckpt thaw "$WL_PID" > /dev/null || fail "thaw"
-kill -9 "$WL_PID"
+check 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt freeze --persist 5 "$WL_PID"
+check 1 "contains PID 1" cr ibckpt freeze --persist 5 --tree 1
+nbd=$(mktemp -d /tmp/nb.XXXXXX) && chmod 0777 "$nbd"
+cr setsid sh -c 'echo $$ > "$1/pid"; exec "$2" spin "$1/wl" 1' sh "$nbd" "$WORKLOAD" \
+	> /dev/null 2>&1 &
+for _ in $(seq 50); do [ -s "$nbd/pid" ] && break; sleep 0.1; done
+nb=$(cat "$nbd/pid")
+sleep 0.5
+cr ibckpt freeze --persist 30 "$nb" > "$T/o" 2> "$T/e" || fail "freeze one's own process: $(cat "$T/e")"
+a=$("$WORKLOAD" snap "$nbd/wl"); sleep 0.3; b=$("$WORKLOAD" snap "$nbd/wl")
+wl_none_moved "$a" "$b"
+cr ibckpt thaw "$nb" > /dev/null || fail "thaw one's own process"
+kill -9 "$nb" "$WL_PID"
 pass
