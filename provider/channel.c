@@ -13,12 +13,31 @@
  * vendor's destroy waits for that) and writes the shadow CQ's pointer into
  * the pipe: ibv_get_cq_event() then returns the shadow and its cq_context.
  *
- * When the application destroys its channel it closes the pipe's read end;
- * the forwarder sees POLLERR on the write end and frees our side.
+ * Which channel is which. ibv_create_comp_channel() and
+ * ibv_destroy_comp_channel() are libibverbs code with no provider op: a
+ * uverbs command and a malloc(), a close() and a free(). Nothing tells us
+ * that a channel is gone but its file: the application's fd stops being our
+ * pipe's read end. So a channel is found by that file, the pipe's device
+ * and inode, which cannot be reused while we hold the write end; not by the
+ * struct's address or the fd's number, which the next channel gets back at
+ * once (glibc's tcache, the lowest free fd; librdmacm destroys and creates
+ * two channels per connection). A re-created channel has a uverbs file of
+ * its own and is taken over anew. Its predecessor's pipe has no reader any
+ * more: the forwarder sees POLLERR on the write end and frees our side.
+ *
+ * Event lifetimes, as libibverbs promises them without us: a destroyed CQ's
+ * unread events are dropped (the kernel does that in
+ * ib_uverbs_release_ucq()), and destroy_cq returns once the application
+ * acknowledged every event it obtained. Each CQ counts the events written
+ * for it (events_sent) and those that reached the application through our
+ * cq_event op (events_seen); its destroy takes what is left of its events
+ * out of the pipe (pipe_purge()), then waits for the application's
+ * acknowledgements of the rest (cq.c).
  *
  * Lifetime: channels live on one list under chan_lock; the forwarder takes
  * chan_lock around each event it forwards, ibckpt_channel_put() around
- * bookkeeping only (never while the vendor waits for acknowledgements).
+ * bookkeeping and the purge (never while the vendor waits for
+ * acknowledgements).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include "ibckpt.h"
 
 struct fwd_chan {
@@ -68,20 +88,29 @@ static void chan_drop(unsigned int i)
 	chans_gen++;
 }
 
+/*
+ * Under chan_lock. The vendor's event is acknowledged last: the vendor's
+ * destroy, and with it ibckpt_destroy_cq(), waits for that, so the shadow
+ * outlives every access here.
+ */
 static void forward_event(struct fwd_chan *fc)
 {
+	struct ibckpt_cq *cq;
 	struct ibv_cq *rcq;
 	void *shadow;
 	uint64_t handle;
 
 	if (ibv_get_cq_event(fc->chan.real, &rcq, &shadow))
 		return;
-	ibv_ack_cq_events(rcq, 1);
-	atomic_store(&((struct ibckpt_cq *)shadow)->armed, false);
-	handle = (uintptr_t)&((struct ibckpt_cq *)shadow)->ibv_cq;
+	cq = shadow;
+	atomic_store(&cq->armed, false);
+	handle = (uintptr_t)&cq->ibv_cq;
 	atomic_fetch_add(&fc->ctx->stats.cq_events, 1);
-	if (write(fc->chan.pipe_wr, &handle, sizeof(handle)) != sizeof(handle))
+	if (write(fc->chan.pipe_wr, &handle, sizeof(handle)) == sizeof(handle))
+		cq->events_sent++;
+	else
 		fprintf(stderr, "ibckpt: completion event lost: %s\n", strerror(errno));
+	ibv_ack_cq_events(rcq, 1);
 }
 
 static void *forwarder(void *arg)
@@ -177,27 +206,49 @@ static int start_forwarder(void)
 	return 0;
 }
 
-/* Make app->fd read from a new pipe; returns the write end or -errno. */
-static int take_over_fd(struct ibv_comp_channel *app)
+/*
+ * Make app->fd read from a new pipe; sets chan's write end and the pipe's
+ * identity. Return: 0 or an errno.
+ */
+static int take_over_fd(struct ibv_comp_channel *app, struct ibckpt_channel *chan)
 {
-	int p[2], fl, fdfl;
+	int p[2], fl, fdfl, err;
+	struct stat st;
 
 	fl = fcntl(app->fd, F_GETFL);
 	fdfl = fcntl(app->fd, F_GETFD);
 	if (fl < 0 || fdfl < 0 || pipe2(p, O_CLOEXEC))
-		return -errno;
+		return errno;
 	if (fl & O_NONBLOCK)
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 	fcntl(p[1], F_SETFL, O_NONBLOCK);
-	if (dup3(p[0], app->fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-		int err = errno;
-
+	if (fstat(p[1], &st) || dup3(p[0], app->fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		err = errno;
 		close(p[0]);
 		close(p[1]);
-		return -err;
+		return err;
 	}
 	close(p[0]);
-	return p[1];
+	chan->pipe_wr = p[1];
+	chan->pipe_dev = st.st_dev;
+	chan->pipe_ino = st.st_ino;
+	return 0;
+}
+
+/* Under chan_lock: our side of the channel whose fd is @fd, if it is one of our pipes. */
+static struct fwd_chan *chan_find(int fd)
+{
+	struct stat st;
+	unsigned int i;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return NULL;	/* a channel we have not taken over yet */
+	for (i = 0; i < nchans; i++) {
+		if (chans[i]->chan.pipe_ino == st.st_ino && chans[i]->chan.pipe_dev == st.st_dev &&
+		    !chans[i]->dead)
+			return chans[i];
+	}
+	return NULL;
 }
 
 /**
@@ -211,17 +262,13 @@ static int take_over_fd(struct ibv_comp_channel *app)
 int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
 		       struct ibckpt_channel **out)
 {
-	struct fwd_chan *fc = NULL;
-	unsigned int i;
-	int err, wr;
+	struct fwd_chan *fc;
+	int err;
 
 	pthread_mutex_lock(&chan_lock);
-	for (i = 0; i < nchans; i++) {
-		if (chans[i]->chan.app == app && !chans[i]->dead) {
-			fc = chans[i];
-			goto found;
-		}
-	}
+	fc = chan_find(app->fd);
+	if (fc)
+		goto found;
 	err = start_forwarder();
 	if (err)
 		goto out;
@@ -238,21 +285,24 @@ int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
 	if (!fc)
 		goto out;
 	fc->ctx = ctx;
-	fc->chan.app = app;
 	fc->chan.real = ibv_create_comp_channel(ctx->real);
 	if (!fc->chan.real) {
 		err = errno;
 		free(fc);
 		goto out;
 	}
-	wr = take_over_fd(app);
-	if (wr < 0) {
-		err = -wr;
+	/*
+	 * The kernel drops a destroyed CQ's unread events: one the forwarder's
+	 * poll saw may be gone when it reads, and a blocking read would hold
+	 * chan_lock until the channel's next event.
+	 */
+	fcntl(fc->chan.real->fd, F_SETFL, O_NONBLOCK);
+	err = take_over_fd(app, &fc->chan);
+	if (err) {
 		ibv_destroy_comp_channel(fc->chan.real);
 		free(fc);
 		goto out;
 	}
-	fc->chan.pipe_wr = wr;
 	chans[nchans++] = fc;
 	chans_gen++;
 	wake_forwarder();
@@ -265,13 +315,77 @@ out:
 	return err;
 }
 
-void ibckpt_channel_put(struct ibckpt_context *ctx, struct ibckpt_channel *chan)
+/*
+ * Under chan_lock, so the forwarder writes nothing meanwhile: takes the
+ * events of the CQ @handle out of the pipe and puts the others back, in
+ * their order. The application's end is the application's (its flags, its
+ * blocked readers), so the pipe is read through a read end of our own,
+ * opened through /proc: a second reader only for as long as this takes.
+ * Return: events taken out, or -1 if the pipe could not be read.
+ */
+static int pipe_purge(struct ibckpt_channel *chan, uint64_t handle)
 {
-	(void)ctx;
+	int size = fcntl(chan->pipe_wr, F_GETPIPE_SZ), rd, removed = 0;
+	size_t i, n = 0, kept = 0;
+	char path[40];
+	uint64_t *ev;
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", chan->pipe_wr);
+	ev = size > 0 ? malloc((size_t)size) : NULL;
+	rd = ev ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (rd < 0) {
+		free(ev);
+		return -1;
+	}
+	while ((r = read(rd, (char *)ev + n, (size_t)size - n)) > 0)
+		n += (size_t)r;
+	close(rd);
+	for (i = 0; i < n / sizeof(*ev); i++) {
+		if (ev[i] == handle)
+			removed++;
+		else
+			ev[kept++] = ev[i];
+	}
+	if (kept && write(chan->pipe_wr, ev, kept * sizeof(*ev)) != (ssize_t)(kept * sizeof(*ev)))
+		fprintf(stderr, "ibckpt: completion events lost: %s\n", strerror(errno));
+	free(ev);
+	return removed;
+}
+
+/**
+ * ibckpt_channel_put() - a CQ leaves its channel
+ * @cq: the CQ; the vendor's is destroyed, so no event of it reaches the
+ *	forwarder any more
+ *
+ * Its events still in the pipe are taken out, as the kernel drops a
+ * destroyed CQ's unread events; afterwards @cq->events_sent counts exactly
+ * the events the application obtained (or is obtaining) for it.
+ * Return: false if some may still be in the pipe (it could not be read):
+ * then @cq must not be freed.
+ */
+bool ibckpt_channel_put(struct ibckpt_cq *cq)
+{
+	struct ibckpt_channel *chan = cq->chan;
+	uint64_t handle = (uintptr_t)&cq->ibv_cq;
+	bool clean = true;
+	int removed;
+
 	pthread_mutex_lock(&chan_lock);
+	/* Read since, or being read: ibv_get_cq_event() calls the op after its read. */
+	if (cq->events_sent != atomic_load(&cq->events_seen)) {
+		removed = pipe_purge(chan, handle);
+		if (removed < 0)
+			clean = false;
+		else
+			cq->events_sent -= (uint32_t)removed;
+		ibckpt_dbg("destroy_cq: %d unread completion events taken out of its channel",
+			   removed);
+	}
 	chan->users--;
 	pthread_mutex_unlock(&chan_lock);
 	wake_forwarder();	/* it frees the channel if the application closed it */
+	return clean;
 }
 
 /* The context closes: forget its channels (the application destroyed its CQs). */

@@ -240,22 +240,49 @@ static int ibckpt_query_port(struct ibv_context *context, uint8_t port,
 	return ret;
 }
 
+/**
+ * ibckpt_await_acks() - wait until the application acknowledged its events
+ * @mutex: the shadow's, which libibverbs' ibv_ack_*() take
+ * @cond: the shadow's, which they signal
+ * @acked: the shadow's count of acknowledged events, kept by libibverbs
+ * @obtained: the events of the shadow the application obtained
+ *
+ * What libibverbs' own destroy does (ibv_cmd_destroy_cq/qp/srq()) with the
+ * count the kernel returns. Called outside the gate: the acknowledging
+ * thread may be parked by a freeze meanwhile.
+ */
+void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint32_t *acked,
+		       uint32_t obtained)
+{
+	pthread_mutex_lock(mutex);
+	while (*acked != obtained)
+		pthread_cond_wait(cond, mutex);
+	pthread_mutex_unlock(mutex);
+}
+
 /*
  * libibverbs read the event from the vendor's async file (ours is a
  * duplicate): its element is the vendor's object, whose user context is our
- * shadow. The vendor's event is acknowledged here, at once, because the
- * vendor's destroy waits for its events to be acknowledged; the application
- * acknowledges the shadow's.
+ * shadow. The shadow counts the event, for its destroy to wait for the
+ * application's acknowledgement, before the vendor's event is acknowledged
+ * here, at once: the vendor's destroy waits for that, so the shadow is
+ * alive until then, and its destroy, which follows the vendor's, sees the
+ * count.
  */
 static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	struct ibckpt_context *ctx = to_ictx(context);
 	struct ibv_async_event real_ev = *event;
+	struct ibckpt_srq *srq;
+	struct ibckpt_cq *cq;
+	struct ibckpt_qp *qp;
 
 	atomic_fetch_add(&ctx->stats.async_events, 1);
 	switch (event->event_type) {
 	case IBV_EVENT_CQ_ERR:
-		event->element.cq = event->element.cq->cq_context;
+		cq = event->element.cq->cq_context;
+		atomic_fetch_add(&cq->async_seen, 1);
+		event->element.cq = &cq->ibv_cq;
 		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
@@ -265,11 +292,15 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		event->element.qp = event->element.qp->qp_context;
+		qp = event->element.qp->qp_context;
+		atomic_fetch_add(&qp->async_seen, 1);
+		event->element.qp = &qp->vqp.qp;
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		event->element.srq = event->element.srq->srq_context;
+		srq = event->element.srq->srq_context;
+		atomic_fetch_add(&srq->async_seen, 1);
+		event->element.srq = &srq->ibv_srq;
 		break;
 	default:		/* port and device events carry no object */
 		return;

@@ -63,7 +63,7 @@ err_cq:
 	ibv_destroy_cq(cq->real);
 err_chan:
 	if (cq->chan)
-		ibckpt_channel_put(ctx, cq->chan);
+		ibckpt_channel_put(cq);		/* no event yet: nothing to purge */
 err_free:
 	ibckpt_gate_exit(&ctx->gate);
 	free(cq);
@@ -92,6 +92,27 @@ struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 	return cq ? &cq->ibv_cq : NULL;
 }
 
+/*
+ * After the vendor's CQ is destroyed: the CQ's unread completion events
+ * leave its channel, then the events the application obtained are waited
+ * for, as libibverbs' own destroy waits for the kernel's count: until then
+ * the application may still hold the CQ's pointer from an event (and call
+ * ibv_ack_*() on it). Return: whether the shadow may be freed.
+ */
+static bool cq_events_done(struct ibckpt_cq *cq)
+{
+	if (cq->chan && !ibckpt_channel_put(cq)) {
+		fprintf(stderr, "ibckpt: cannot read the completion channel (through /proc); "
+			"a destroyed CQ's unread event stays in it, and the CQ's memory with it\n");
+		return false;
+	}
+	ibckpt_await_acks(&cq->ibv_cq.mutex, &cq->ibv_cq.cond, &cq->ibv_cq.comp_events_completed,
+			  cq->events_sent);
+	ibckpt_await_acks(&cq->ibv_cq.mutex, &cq->ibv_cq.cond, &cq->ibv_cq.async_events_completed,
+			  atomic_load(&cq->async_seen));
+	return true;
+}
+
 int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq), **p;
@@ -114,8 +135,8 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_del(ctx, &cq->obj);
 	ibckpt_gate_exit(&ctx->gate);
-	if (cq->chan)
-		ibckpt_channel_put(cq->ctx, cq->chan);
+	if (!cq_events_done(cq))
+		return 0;
 	ibckpt_vcq_destroy(&cq->vcq);
 	free(cq);
 	return 0;
@@ -216,11 +237,12 @@ int ibckpt_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /*
  * Called by ibv_get_cq_event() on the shadow, after it read the event from
- * our pipe; the forwarder already did the vendor's part.
+ * our pipe; the forwarder already did the vendor's part. Counted so that a
+ * destroy knows whether events of the CQ are still in the pipe.
  */
 void ibckpt_cq_event(struct ibv_cq *ibcq)
 {
-	(void)ibcq;
+	atomic_fetch_add_explicit(&to_icq(ibcq)->events_seen, 1, memory_order_relaxed);
 }
 
 int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)

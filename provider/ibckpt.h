@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
 #include "addr.h"
@@ -124,12 +125,14 @@ struct ibckpt_ah {
 /*
  * An application completion channel we forward events into: its fd now reads
  * from our pipe, fed by the forwarder thread from 'real' (see channel.c).
+ * The pipe is what identifies the channel: its address and fd number are
+ * reused as soon as the application destroys it.
  */
 struct ibckpt_channel {
-	struct ibckpt_channel *next;
-	struct ibv_comp_channel *app;		/* the application's channel */
 	struct ibv_comp_channel *real;		/* on the real context */
-	int pipe_wr;				/* events for app->fd */
+	int pipe_wr;				/* events for the application's fd */
+	dev_t pipe_dev;				/* the pipe's identity */
+	ino_t pipe_ino;
 	unsigned int users;			/* CQs bound to it */
 };
 
@@ -149,6 +152,10 @@ struct ibckpt_cq {
 	struct ibv_wc cur;			/* cq_ex: the completion being read */
 	uint64_t wc_flags;			/* cq_ex: as created */
 	bool ex;				/* created by ibv_create_cq_ex() */
+	/* Events, for destroy to wait for their acknowledgements (channel.c): */
+	uint32_t events_sent;			/* in the channel or read; chan_lock */
+	atomic_uint events_seen;		/* read (cq_event op) */
+	atomic_uint async_seen;			/* IBV_EVENT_CQ_ERR read (async_event op) */
 };
 
 /* An XRC domain; the vendor's may be shared with other processes (by file). */
@@ -178,6 +185,7 @@ struct ibckpt_srq {
 	uint32_t srq_limit;			/* last armed */
 	struct ibckpt_spinlock lock;		/* rq log */
 	struct ibckpt_wrlog rq;
+	atomic_uint async_seen;			/* async events read (async_event op) */
 };
 
 /* The QP attributes given so far, merged: what a restart replays. */
@@ -225,6 +233,7 @@ struct ibckpt_qp {
 	struct ibckpt_qp_history hist;
 	uint32_t qpn_gen;
 	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
+	atomic_uint async_seen;			/* async events read (async_event op) */
 };
 
 static inline struct ibckpt_device *to_idev(struct ibv_device *d)
@@ -318,11 +327,14 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real);
 void ibckpt_context_fini(struct ibckpt_context *ctx);
 extern const struct verbs_context_ops ibckpt_ctx_ops;
+/* A destroy waits until the events the application obtained are acknowledged. */
+void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint32_t *acked,
+		       uint32_t obtained);
 
 /* channel.c */
 int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
 		       struct ibckpt_channel **out);
-void ibckpt_channel_put(struct ibckpt_context *ctx, struct ibckpt_channel *chan);
+bool ibckpt_channel_put(struct ibckpt_cq *cq);
 void ibckpt_channel_cleanup(struct ibckpt_context *ctx);
 
 /* per-object verbs, one file each */

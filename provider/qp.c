@@ -248,6 +248,8 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
+	ibckpt_await_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+			  atomic_load(&qp->async_seen));
 	ibckpt_wrlog_destroy(&qp->sq);
 	ibckpt_wrlog_destroy(&qp->rq);
 	ibckpt_qpx_free(qp->qpx);

@@ -141,6 +141,8 @@ int ibckpt_destroy_srq(struct ibv_srq *ibsrq)
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
 		return ret;
+	ibckpt_await_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
+			  atomic_load(&srq->async_seen));
 	ibckpt_wrlog_destroy(&srq->rq);
 	free(srq);
 	return 0;

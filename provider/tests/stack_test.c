@@ -13,6 +13,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include "../ibckpt.h"
 #define UNIT_SUITE "provider/stack"
 #include "../../tests/unit/unit.h"
@@ -168,6 +171,8 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *q)
 
 static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
+	struct ibv_qp *q;
+
 	if (v.fail) {
 		errno = v.fail;
 		return NULL;
@@ -175,7 +180,9 @@ static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 	v.qp_attr = *a;
 	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
 	a->cap.max_send_sge = 1;
-	return fake_qp(c, a->qp_type, a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66);
+	q = fake_qp(c, a->qp_type, a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66);
+	q->qp_context = a->qp_context;
+	return q;
 }
 
 static struct ibv_qp *fake_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
@@ -236,18 +243,136 @@ static void vendor_init(void)
 	vendor.context.ops.poll_cq = fake_poll_cq;
 }
 
+/*
+ * The vendor's completion channels and CQs. The kernel's event file is a
+ * pipe the test writes the vendor's CQ pointer into (vendor_fires()); a CQ
+ * counts the events read from it, and its destroy waits until they are
+ * acknowledged, as libibverbs' ibv_cmd_destroy_cq() does with the kernel's
+ * count.
+ */
+struct fake_channel {
+	struct ibv_comp_channel ch;
+	int kernel_wr;
+};
+
+struct fake_cq {
+	struct ibv_cq cq;
+	uint32_t reported;		/* under cq.mutex */
+};
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
+{
+	struct fake_channel *fc = fake_alloc(sizeof(*fc));
+	int p[2];
+
+	CHECK(c == &vendor.context);
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	fc->ch.context = c;
+	fc->ch.fd = p[0];
+	fc->kernel_wr = p[1];
+	return &fc->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	struct fake_channel *fc = (struct fake_channel *)ch;
+
+	close(fc->kernel_wr);
+	close(ch->fd);
+	free(fc);
+	return 0;
+}
+
 /* libibverbs entry points that are not inline: the vendor's, here. */
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ibv_cq *cq = fake_alloc(sizeof(*cq));
+	struct fake_cq *f = fake_alloc(sizeof(*f));
+	struct ibv_cq *cq = &f->cq;
 
-	(void)channel;
 	(void)comp_vector;
 	cq->context = c;
+	cq->channel = channel;
 	cq->cq_context = cq_context;
 	cq->cqe = cqe;
+	pthread_mutex_init(&cq->mutex, NULL);
+	pthread_cond_init(&cq->cond, NULL);
 	return cq;
+}
+
+/* The vendor's CQ behind a shadow has an event on its channel. */
+static void vendor_fires(struct ibv_cq *shadow)
+{
+	struct ibv_cq *real = to_icq(shadow)->real;
+	uint64_t handle = (uintptr_t)real;
+
+	CHECK(real->channel != NULL);
+	CHECK_EQ(write(((struct fake_channel *)real->channel)->kernel_wr, &handle,
+		       sizeof(handle)), sizeof(handle));
+}
+
+/*
+ * As libibverbs' own (v44.0 verbs.c), compiled here so that ASan sees the
+ * accesses: the CQ pointer read from the channel is dereferenced before
+ * the provider's cq_event op runs; the vendor's kernel counts the event.
+ */
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	uint64_t handle;
+
+	if (read(channel->fd, &handle, sizeof(handle)) != sizeof(handle))
+		return -1;
+	*cq = (struct ibv_cq *)(uintptr_t)handle;
+	*cq_context = (*cq)->cq_context;
+	if ((*cq)->context == &vendor.context) {
+		pthread_mutex_lock(&(*cq)->mutex);
+		((struct fake_cq *)*cq)->reported++;
+		pthread_mutex_unlock(&(*cq)->mutex);
+	} else {
+		ibckpt_ctx_ops.cq_event(*cq);
+	}
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* As libibverbs' own (v44.0 device.c), for the same reason. */
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	pthread_mutex_t *mutex;
+	pthread_cond_t *cond;
+	uint32_t *completed;
+
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		mutex = &event->element.cq->mutex;
+		cond = &event->element.cq->cond;
+		completed = &event->element.cq->async_events_completed;
+		break;
+	case IBV_EVENT_QP_FATAL:
+		mutex = &event->element.qp->mutex;
+		cond = &event->element.qp->cond;
+		completed = &event->element.qp->events_completed;
+		break;
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		mutex = &event->element.srq->mutex;
+		cond = &event->element.srq->cond;
+		completed = &event->element.srq->events_completed;
+		break;
+	default:		/* the test raises no other */
+		CHECK(0);
+		return;
+	}
+	pthread_mutex_lock(mutex);
+	++*completed;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mutex);
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *a)
@@ -262,6 +387,17 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *a)
 	q = fake_create_qp_ex(p->context, &ax);
 	a->cap = ax.cap;
 	return q;
+}
+
+/* A basic SRQ: libibverbs' ibv_create_srq_ex() takes this way for it. */
+struct ibv_srq *ibv_create_srq(struct ibv_pd *p, struct ibv_srq_init_attr *a)
+{
+	struct ibv_srq_init_attr_ex ax = { .srq_context = a->srq_context, .attr = a->attr,
+					   .comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = p };
+	struct ibv_srq *s = fake_create_srq_ex(p->context, &ax);
+
+	a->attr = ax.attr;
+	return s;
 }
 
 int ibv_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
@@ -325,6 +461,10 @@ int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid 
 
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
+	pthread_mutex_lock(&cq->mutex);
+	while (cq->comp_events_completed != ((struct fake_cq *)cq)->reported)
+		pthread_cond_wait(&cq->cond, &cq->mutex);
+	pthread_mutex_unlock(&cq->mutex);
 	free(cq);
 	v.destroyed++;
 	return 0;
@@ -363,6 +503,7 @@ static void app_init(void)
 static void app_fini(void)
 {
 	CHECK(ctx->objs.next == &ctx->objs);	/* every shadow gone */
+	ibckpt_channel_cleanup(ctx);		/* as free_context */
 	ibckpt_context_fini(ctx);
 	free(ctx);
 }
@@ -919,6 +1060,246 @@ static void refusals(void)
 	app_fini();
 }
 
+/* ---- completion channels and events, as the application sees them ---- */
+
+/*
+ * The application's channel as ibv_create_comp_channel() makes it: a new
+ * uverbs event file (an eventfd stands for it), in a struct at @at, so that
+ * a channel re-created at the same address (glibc's tcache hands the freed
+ * struct back) is made on purpose.
+ */
+static void app_channel(struct ibv_comp_channel *at)
+{
+	at->context = &ctx->vctx.context;
+	at->fd = eventfd(0, EFD_CLOEXEC);
+	at->refcnt = 0;
+	CHECK(at->fd >= 0);
+}
+
+/* ibv_destroy_comp_channel() but for the free(): the address stays. */
+static void app_channel_destroy(struct ibv_comp_channel *ch)
+{
+	CHECK_EQ(ch->refcnt, 0);
+	close(ch->fd);
+}
+
+/* ibv_create_cq(): the provider's op, then what verbs_init_cq() does. */
+static struct ibv_cq *app_cq(struct ibv_comp_channel *ch, void *cq_context)
+{
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, ch, 0);
+
+	CHECK(cq != NULL);
+	if (!cq)
+		abort();
+	cq->context = &ctx->vctx.context;
+	cq->channel = ch;
+	cq->cq_context = cq_context;
+	if (ch)
+		ch->refcnt++;
+	pthread_mutex_init(&cq->mutex, NULL);
+	pthread_cond_init(&cq->cond, NULL);
+	return cq;
+}
+
+/* ibv_destroy_cq(): the op, then the channel's count. */
+static void app_destroy_cq(struct ibv_cq *cq)
+{
+	struct ibv_comp_channel *ch = cq->channel;
+
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	if (ch)
+		ch->refcnt--;
+}
+
+/*
+ * The forwarder thread writes into the channel in its own time: whether the
+ * channel holds exactly n events once it holds n or more (2 s at most).
+ */
+static bool channel_holds(struct ibv_comp_channel *ch, int n)
+{
+	int i, bytes;
+
+	for (i = 0; i < 2000; i++) {
+		if (!ioctl(ch->fd, FIONREAD, &bytes) && bytes >= n * 8)
+			return bytes == n * 8;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * A channel destroyed and created again at the same address is a new
+ * channel: its CQ's events reach it. librdmacm destroys and creates two
+ * channels per connection. Found by the old pointer, the new CQ was bound
+ * to the dead channel's forwarding whenever the forwarder had not yet seen
+ * the old one closed, and ibv_get_cq_event() waited forever.
+ */
+static void channel_recreated_at_same_address(void)
+{
+	static struct ibv_comp_channel ch;	/* one address for every channel */
+	struct ibv_cq *cq, *got = NULL;
+	void *got_ctx = NULL;
+	int i, tag;
+
+	app_init();
+	for (i = 0; i < 200 && !unit_case_failed; i++) {
+		app_channel(&ch);
+		cq = app_cq(&ch, &tag);
+		vendor_fires(cq);
+		CHECK(channel_holds(&ch, 1));
+		if (!unit_case_failed) {
+			CHECK_EQ(ibv_get_cq_event(&ch, &got, &got_ctx), 0);
+			CHECK(got == cq && got_ctx == &tag);
+			ibv_ack_cq_events(cq, 1);
+		}
+		app_destroy_cq(cq);
+		app_channel_destroy(&ch);
+	}
+	if (unit_case_failed)
+		fprintf(stderr, "  cycle %d: the CQ's event never reached its channel\n", i);
+	app_fini();
+}
+
+/*
+ * A CQ destroyed with an event still unread in its channel, which it shares
+ * with another CQ: the event goes with it (the kernel drops a destroyed
+ * CQ's unread events), and the other CQ's stays. Left in the pipe, it gave
+ * the next ibv_get_cq_event() a freed CQ.
+ */
+static void destroyed_cq_leaves_no_event(void)
+{
+	struct ibv_comp_channel ch;
+	struct ibv_cq *a, *b, *got = NULL;
+	void *got_ctx = NULL;
+	int tag_a, tag_b;
+
+	app_init();
+	app_channel(&ch);
+	a = app_cq(&ch, &tag_a);
+	b = app_cq(&ch, &tag_b);
+	vendor_fires(a);
+	vendor_fires(b);
+	CHECK(channel_holds(&ch, 2));
+	app_destroy_cq(a);	/* returns at once: the application obtained none of a's */
+	CHECK(channel_holds(&ch, 1));
+	CHECK_EQ(ibv_get_cq_event(&ch, &got, &got_ctx), 0);
+	CHECK(got == b && got_ctx == &tag_b);
+	ibv_ack_cq_events(b, 1);
+	app_destroy_cq(b);
+	app_channel_destroy(&ch);
+	app_fini();
+}
+
+/* An application's event thread: it obtains an event and acknowledges it 100 ms later. */
+struct event_thread {
+	pthread_t t;
+	struct ibv_comp_channel *ch;	/* a completion event from it, or ... */
+	struct ibv_async_event ev;	/* ... this async event */
+	atomic_bool got, acked;
+};
+
+static void *event_thread_run(void *arg)
+{
+	struct event_thread *et = arg;
+	struct ibv_cq *cq = NULL;
+	void *cq_ctx;
+
+	if (et->ch && ibv_get_cq_event(et->ch, &cq, &cq_ctx))
+		return NULL;
+	atomic_store(&et->got, true);
+	usleep(100 * 1000);
+	atomic_store(&et->acked, true);
+	if (cq)
+		ibv_ack_cq_events(cq, 1);
+	else
+		ibv_ack_async_event(&et->ev);
+	return NULL;
+}
+
+static void event_thread_start(struct event_thread *et)
+{
+	int i;
+
+	CHECK_EQ(pthread_create(&et->t, NULL, event_thread_run, et), 0);
+	for (i = 0; i < 2000 && !atomic_load(&et->got); i++)
+		usleep(1000);
+	CHECK(atomic_load(&et->got));
+}
+
+/* The application reads an async event of @real's shadow (ibv_get_async_event()). */
+static void *async_event_acked_late(struct event_thread *et, enum ibv_event_type type, void *real)
+{
+	memset(et, 0, sizeof(*et));
+	et->ev.event_type = type;
+	if (type == IBV_EVENT_CQ_ERR)
+		et->ev.element.cq = real;
+	else if (type == IBV_EVENT_QP_FATAL)
+		et->ev.element.qp = real;
+	else
+		et->ev.element.srq = real;
+	ibckpt_ctx_ops.async_event(&ctx->vctx.context, &et->ev);
+	event_thread_start(et);
+	return et->ev.element.cq;	/* any member: the shadow it names */
+}
+
+/*
+ * ibv_destroy_cq() returns once every completion event the application
+ * obtained for the CQ is acknowledged, whichever thread acknowledges it, as
+ * libibverbs promises; it returned at once, and the late
+ * ibv_ack_cq_events() wrote into the freed CQ.
+ */
+static void destroy_cq_waits_for_the_ack(void)
+{
+	struct event_thread et = { 0 };
+	struct ibv_comp_channel ch;
+	struct ibv_cq *cq;
+
+	app_init();
+	app_channel(&ch);
+	cq = app_cq(&ch, NULL);
+	et.ch = &ch;
+	vendor_fires(cq);
+	event_thread_start(&et);
+	app_destroy_cq(cq);
+	CHECK(atomic_load(&et.acked));
+	pthread_join(et.t, NULL);
+	app_channel_destroy(&ch);
+	app_fini();
+}
+
+/* The same for the async events of a QP, an SRQ and a CQ. */
+static void destroy_waits_for_async_acks(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct event_thread et;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	qp = send_qp(cq, IBV_QPT_RC, 0);
+	srq = ibckpt_create_srq(&pd.ibv_pd, &sa);
+	CHECK(srq != NULL);
+
+	CHECK(async_event_acked_late(&et, IBV_EVENT_QP_FATAL, to_iqp(qp)->real) == qp);
+	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
+	CHECK(atomic_load(&et.acked));
+	pthread_join(et.t, NULL);
+
+	CHECK(async_event_acked_late(&et, IBV_EVENT_SRQ_LIMIT_REACHED,
+				     to_isrq(srq)->real) == srq);
+	CHECK_EQ(ibckpt_destroy_srq(srq), 0);
+	CHECK(atomic_load(&et.acked));
+	pthread_join(et.t, NULL);
+
+	CHECK(async_event_acked_late(&et, IBV_EVENT_CQ_ERR, to_icq(cq)->real) == cq);
+	app_destroy_cq(cq);
+	CHECK(atomic_load(&et.acked));
+	pthread_join(et.t, NULL);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -930,5 +1311,9 @@ int main(void)
 	RUN(addresses_are_translated);
 	RUN(tso_headers_are_logged);
 	RUN(refusals);
+	RUN(channel_recreated_at_same_address);
+	RUN(destroyed_cq_leaves_no_event);
+	RUN(destroy_cq_waits_for_the_ack);
+	RUN(destroy_waits_for_async_acks);
 	return unit_done();
 }
