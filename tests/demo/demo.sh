@@ -1,9 +1,12 @@
 #!/bin/bash
 # make demo: the main job, end to end, inside the VM test bed.
 #   1. the module is up, the CLI talks to it; two soft-RoCE "nodes"
-#   2. a verifying RDMA application pair runs through the ibckpt provider
-#   3. both processes are frozen in the middle of the traffic: each provider
-#      quiesces (verbs gate closed, CQs drained), then every thread parks
+#   2. a verifying RDMA application pair runs through the ibckpt provider,
+#      its two processes in two process groups of one session (as a shell
+#      with job control, or a launcher, starts them)
+#   3. the job is frozen as one, by its session, in the middle of the
+#      traffic: each provider quiesces (verbs gate closed, CQs drained),
+#      then every thread parks
 #   4. nothing moves while frozen; `ibckpt dump` shows each process's verbs
 #      snapshot, which matches the kernel's own view (`rdma res show qp|mr`)
 #   5. thaw; the traffic goes on
@@ -21,18 +24,26 @@ ibckpt --version || fail "ibckpt --version"
 rdma link show
 
 step "traffic: ibtraffic server on rxe0, client on rxe1 (8 RC QPs + UD), through ibckpt"
-traffic_start_server rxe0 8
-setsid "$IBTRAFFIC" -c 127.0.0.1 -d rxe1 -g 0 -p "$TRAFFIC_PORT" -q 8 -P 1 \
-	> "$T/client.out" 2> "$T/client.err" &
-client=$!
-echo "server: process group $TRAFFIC_SERVER, client: process group $client"
+port=$(bed_port)
+# set -m: each background job in a process group of its own, as a shell does
+setsid bash -c "set -m
+	$IBTRAFFIC -s -d rxe0 -g 0 -p $port -q 8 > $T/server.out 2> $T/server.err &
+	s=\$!; echo \$s > $T/server.pid
+	for _ in \$(seq 200); do ss -Hltn 'sport = :$port' | grep -q . && break; sleep 0.05; done
+	$IBTRAFFIC -c 127.0.0.1 -d rxe1 -g 0 -p $port -q 8 -P 1 > $T/client.out 2> $T/client.err &
+	c=\$!; echo \$c > $T/client.pid
+	wait \$c; echo \$? > $T/client.rc
+	wait \$s; echo \$? > $T/server.rc" &
+job=$!
+for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
+server=$(cat "$T/server.pid") client=$(cat "$T/client.pid")
+ps -o pid,pgid,sid,comm -p "$job,$server,$client"
 sleep 3
 echo "verified operations so far: $(ops)"
 
-step "ibckpt freeze (both process groups)"
-ibckpt freeze --persist 120 "$TRAFFIC_SERVER" || fail "freeze server"
-ibckpt freeze --persist 120 "$client" || fail "freeze client"
-ibckpt status
+step "ibckpt freeze --session $job (both processes, one freeze)"
+ibckpt freeze --persist 120 --session "$job" || fail "freeze the job"
+ibckpt status --session "$job"
 before=$(ops)
 sleep 2
 after=$(ops)
@@ -40,28 +51,24 @@ echo "verified operations while frozen for 2 s: $before -> $after"
 expect_eq "$before" "$after" "progress while frozen"
 
 step "ibckpt dump (the snapshot each provider gave at the freeze)"
-ibckpt dump "$client" > "$T/dump.txt" || fail "dump client"
+ibckpt dump --session "$job" > "$T/dump.txt" || fail "dump the job"
 head -n 14 "$T/dump.txt"
-echo "  ... ($(wc -l < "$T/dump.txt") lines; ibckpt -j dump for JSON, -o FILE for the raw snapshot)"
-ibckpt -j dump "$TRAFFIC_SERVER" > "$T/dump.srv.json" || fail "dump server"
-ibckpt -j dump "$client" > "$T/dump.cli.json" || fail "dump client (JSON)"
-tools/ibckpt-xcheck "$T/dump.srv.json" "$T/dump.cli.json" ||
-	fail "a snapshot differs from the kernel's view"
+echo "  ... ($(wc -l < "$T/dump.txt") lines for both processes; ibckpt -j dump for JSON, -o FILE for the raw snapshots)"
+ibckpt -j dump --session "$job" > "$T/dump.json" || fail "dump the job (JSON)"
+expect_eq 2 "$(jq '.processes | length' "$T/dump.json")" "snapshots in the job's dump"
+tools/ibckpt-xcheck "$T/dump.json" || fail "a snapshot differs from the kernel's view"
 
-step "ibckpt thaw"
-ibckpt thaw "$TRAFFIC_SERVER" || fail "thaw server"
-ibckpt thaw "$client" || fail "thaw client"
+step "ibckpt thaw --session $job"
+ibckpt thaw --session "$job" || fail "thaw the job"
 sleep 3
 echo "verified operations after thaw: $(ops)"
 
 step "stop the traffic; the generator checks everything"
 kill -INT "$client"
-wait "$client"
-crc=$?
-cat "$T/client.err"
-expect_eq 0 "$crc" "client exit status"
-traffic_wait_server
-expect_eq 0 "$TRAFFIC_SERVER_RC" "server exit status"
+wait "$job"
+cat "$T/client.err" "$T/server.err"
+expect_eq 0 "$(cat "$T/client.rc")" "client exit status"
+expect_eq 0 "$(cat "$T/server.rc")" "server exit status"
 [ "$(ops)" -gt "$after" ] || fail "no progress after thaw"
 grep '"event":"final"' "$T/client.out" | jq -M -c '{sends, writes, reads, atomics, ud, errors}'
-echo "demo: OK - frozen mid-traffic, thawed, every message verified (sequence, checksum, atomics)"
+echo "demo: OK - the job frozen as one mid-traffic, thawed, every message verified (sequence, checksum, atomics)"

@@ -22,8 +22,9 @@
  *   workload spin FILE N       N spinning threads (the main thread included)
  *   workload procs FILE N      N single-threaded spinning processes, one group
  *   workload sleepers FILE N   N threads (the main thread included) each
- *                              ticking every 10 ms from nanosleep(), with
+ *                              ticking once a second from nanosleep(), with
  *                              small stacks: thousands of them fit the VM
+ *                              (waking every 10 ms, 8,192 threads swamp it)
  *   workload mover FILE HOW N  forks a child every 50 ms, N in all, each of
  *                              which leaves for a process group of its own
  *                              (HOW=pgrp), or alternately a group and a
@@ -101,6 +102,18 @@ static void *busy(void *arg)
 static void *sleeper(void *arg)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (;;) {
+		if (nanosleep(&ts, NULL))
+			bad("nanosleep");
+		tick((long)arg);
+	}
+	return NULL;
+}
+
+static void *idler(void *arg)
+{
+	struct timespec ts = { 1, 0 };
 
 	for (;;) {
 		if (nanosleep(&ts, NULL))
@@ -259,12 +272,12 @@ int main(int argc, char **argv)
 			return 2;
 		sh->nthreads = (uint32_t)n;
 		for (i = 1; i < n; i++)
-			if (pthread_create(&t, &a, sleeper, (void *)i)) {
+			if (pthread_create(&t, &a, idler, (void *)i)) {
 				fprintf(stderr, "workload: thread %ld: cannot create\n", i);
 				return 1;
 			}
 		sh->ready = 1;
-		sleeper((void *)0);
+		idler((void *)0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "procs")) {
 		sh = map(argv[2], 1);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <linux/ibckpt.h>
 #include <linux/ibckpt_snapshot.h>
@@ -68,6 +69,32 @@ static int errors(void)
 	return bad;
 }
 
+/* Open /dev/ibckpt, register, say "registered PID"; the fd, or -1 (said). */
+static int registered(int flags)
+{
+	int fd = open("/dev/ibckpt", O_RDWR | flags);
+
+	if (fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0)) {
+		perror("register");
+		return -1;
+	}
+	printf("registered %d\n", (int)getpid());
+	fflush(stdout);
+	return fd;
+}
+
+/* The next quiesce request; false at a thaw, an abort or an error. */
+static bool next_quiesce(int fd, struct ibckpt_event *e)
+{
+	while (read(fd, e, sizeof(*e)) == sizeof(*e)) {
+		if (e->type == IBCKPT_EV_THAW || e->type == IBCKPT_EV_ABORT)
+			return false;
+		if (e->type == IBCKPT_EV_QUIESCE)
+			return true;
+	}
+	return false;
+}
+
 static int snapshot(int fd, uint64_t session, uint32_t tgid)
 {
 	struct ibckpt_snap_hdr h = {
@@ -94,16 +121,10 @@ static int answer(void)
 	struct ibckpt_event e;
 	int fd, bad = 0;
 
-	fd = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
-	if (fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
-		return perror("register"), 1;
-	printf("registered %d\n", (int)getpid());
-	fflush(stdout);
-	while (read(fd, &e, sizeof(e)) == sizeof(e)) {
-		if (e.type == IBCKPT_EV_THAW || e.type == IBCKPT_EV_ABORT)
-			break;
-		if (e.type != IBCKPT_EV_QUIESCE)
-			continue;
+	fd = registered(O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	while (next_quiesce(fd, &e)) {
 		bad |= expect("snapshot of another session", snapshot(fd, e.session + 1, 1), -ESRCH);
 		bad |= expect("snapshot", snapshot(fd, e.session, 1), 0);
 		bad |= expect("snapshot again", snapshot(fd, e.session, 1), -EALREADY);
@@ -146,16 +167,10 @@ static int cloner(const char *file)
 	int fd;
 
 	f = fopen(file, "w");
-	fd = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
-	if (!f || fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
-		return perror("register"), 1;
-	printf("registered %d\n", (int)getpid());
-	fflush(stdout);
-	while (read(fd, &e, sizeof(e)) == sizeof(e)) {
-		if (e.type == IBCKPT_EV_THAW || e.type == IBCKPT_EV_ABORT)
-			break;
-		if (e.type != IBCKPT_EV_QUIESCE)
-			continue;
+	fd = registered(O_CLOEXEC);
+	if (!f || fd < 0)
+		return 1;
+	while (next_quiesce(fd, &e)) {
 		q.session = e.session;
 		if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
 			return perror("answer"), 1;
@@ -179,18 +194,15 @@ static int dies(void)
 	struct ibckpt_event e;
 	int fd;
 
-	fd = open("/dev/ibckpt", O_RDWR);	/* no O_CLOEXEC: the child keeps it */
-	if (fd < 0 || reg(fd, IBCKPT_ABI_VERSION, 0))
-		return perror("register"), 1;
+	fd = registered(0);	/* no O_CLOEXEC: the child keeps it */
+	if (fd < 0)
+		return 1;
 	if (fork() == 0) {
 		for (;;)
 			pause();
 	}
-	printf("registered %d\n", (int)getpid());
-	fflush(stdout);
-	while (read(fd, &e, sizeof(e)) == sizeof(e))
-		if (e.type == IBCKPT_EV_QUIESCE)
-			_exit(0);
+	if (next_quiesce(fd, &e))
+		_exit(0);
 	return 1;
 }
 

@@ -5,26 +5,18 @@
 # tool with CAP_CHECKPOINT_RESTORE alone against another user's processes.
 . "$(dirname "$0")/lib.sh"
 wl_start run 1
-check() {	# check EXPECTED_STATUS PATTERN COMMAND...
-	local want=$1 pat=$2
-	shift 2
-	"$@" > "$T/o" 2> "$T/e"
-	local rc=$?
-	[ "$rc" = "$want" ] || fail "'$*': exit $rc, expected $want ($(cat "$T/e"))"
-	grep -q -- "$pat" "$T/e" || fail "'$*': message '$(cat "$T/e")' lacks '$pat'"
-}
-check 1 "not frozen" ibckpt thaw "$WL_PID"
+refused 1 "not frozen" ibckpt thaw "$WL_PID"
 ibckpt freeze --persist 30 "$WL_PID" > /dev/null || fail "freeze"
-check 1 "already frozen" ibckpt freeze --persist 30 "$WL_PID"
-check 1 "no such process group" ibckpt freeze 999999
-check 1 "no such process group" ibckpt thaw 999999
-check 2 "not a process group id" ibckpt freeze abc
-check 2 "not a process group id" ibckpt thaw -5
-check 2 "--persist takes" ibckpt freeze --persist 0 "$WL_PID"
-check 2 "usage" ibckpt freeze
-check 1 "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN" \
+refused 1 "already frozen" ibckpt freeze --persist 30 "$WL_PID"
+refused 1 "no such process group" ibckpt freeze 999999
+refused 1 "no such process group" ibckpt thaw 999999
+refused 2 "not a process group id" ibckpt freeze abc
+refused 2 "not a process group id" ibckpt thaw -5
+refused 2 "--persist takes" ibckpt freeze --persist 0 "$WL_PID"
+refused 2 "usage" ibckpt freeze
+refused 1 "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups ibckpt thaw "$WL_PID"
-check 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze $(ps -o pgid= $$)'
+refused 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze $(ps -o pgid= $$)'
 # none of that changed the freeze
 ibckpt status "$WL_PID" | grep -q "frozen, 7 threads: 7 parked" || fail "state changed"
 # reading status needs no privilege, but where another user's threads are
@@ -45,11 +37,11 @@ for _ in $(seq 50); do grep -q registered "$T/ans" && break; sleep 0.1; done
 rpid=$(awk '/registered/ {print $2}' "$T/ans")
 ibckpt freeze --persist 30 "$rpid" > /dev/null || fail "freeze regtest"
 ibckpt dump "$rpid" > /dev/null || fail "root cannot dump regtest"
-check 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt dump "$rpid"
+refused 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt dump "$rpid"
 ibckpt thaw "$rpid" > /dev/null || fail "thaw regtest"
 ibckpt thaw "$WL_PID" > /dev/null || fail "thaw"
-check 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt freeze --persist 5 "$WL_PID"
-check 1 "contains PID 1" cr ibckpt freeze --persist 5 --tree 1
+refused 1 "the job has another user's process: needs CAP_SYS_ADMIN" cr ibckpt freeze --persist 5 "$WL_PID"
+refused 1 "contains PID 1" cr ibckpt freeze --persist 5 --tree 1
 nbd=$(mktemp -d /tmp/nb.XXXXXX) && chmod 0777 "$nbd"
 cr setsid sh -c 'echo $$ > "$1/pid"; exec "$2" spin "$1/wl" 1' sh "$nbd" "$WORKLOAD" \
 	> /dev/null 2>&1 &

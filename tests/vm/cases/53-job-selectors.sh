@@ -4,7 +4,8 @@
 # while it is being frozen is frozen whole (no process of it moves while
 # FROZEN, not even a child born during the freeze); a process moved into a
 # frozen cgroup is frozen too; a thaw by session id works after the job's
-# root died; overlapping jobs are refused naming the process and the
+# root died; threads blocked in every kind of call are parked by each
+# selector; overlapping jobs are refused naming the process and the
 # session; bad selectors get a clear error and change nothing.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
@@ -120,26 +121,33 @@ z=$("$WORKLOAD" snap "$T/late")
 kill -9 "$late"
 pkill -9 -f "workload mover $WL_FILE"
 
+# --- threads blocked in every kind of call (workload run), by each selector
+wl_start run 2
+echo "$WL_PID" > "$cg/cgroup.procs" || fail "move the thread workload into $cg"
+for sel in "--session $WL_PID" "--tree $WL_PID" "--cgroup $cg" "$WL_PID"; do
+	ibckpt freeze --persist 60 $sel > "$T/f" || fail "freeze $sel"
+	grep -q "frozen: 7 threads parked, 0 exited" "$T/f" || fail "freeze $sel: $(cat "$T/f")"
+	a=$(wl_snap); sleep 0.3; b=$(wl_snap)
+	wl_none_moved "$a" "$b"
+	ibckpt thaw $sel > /dev/null || fail "thaw $sel"
+	sleep 0.3
+	c=$(wl_snap)
+	wl_all_moved "$b" "$c"
+done
+kill -9 "$WL_PID"
+
 # --- bad input: a clear error, a non-zero exit, nothing changed
-check() {	# check EXPECTED_STATUS PATTERN COMMAND...
-	local want=$1 pat=$2
-	shift 2
-	"$@" > "$T/o" 2> "$T/e"
-	local rc=$?
-	[ "$rc" = "$want" ] || fail "'$*': exit $rc, expected $want ($(cat "$T/e"))"
-	grep -q -- "$pat" "$T/e" || fail "'$*': message '$(cat "$T/e")' lacks '$pat'"
-}
-check 1 "no such session" ibckpt freeze --session 999999
-check 1 "no such process" ibckpt freeze --tree 999999
-check 1 "no such cgroup" ibckpt freeze --cgroup /sys/fs/cgroup/none-such
-check 1 "not a cgroup v2 directory" ibckpt freeze --cgroup /tmp
-check 1 "the job contains PID 1" ibckpt freeze --tree 1
-check 1 "the job contains the requester itself" ibckpt freeze --tree $$
-check 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze --session $$'
-check 1 "no such freeze session" ibckpt thaw --id 123456
-check 2 "name one job only" ibckpt freeze --tree $$ --session $$
-check 2 "not a session id" ibckpt freeze --session abc
-check 2 "names an existing freeze" ibckpt freeze --id 3
+refused 1 "no such session" ibckpt freeze --session 999999
+refused 1 "no such process" ibckpt freeze --tree 999999
+refused 1 "no such cgroup" ibckpt freeze --cgroup /sys/fs/cgroup/none-such
+refused 1 "not a cgroup v2 directory" ibckpt freeze --cgroup /tmp
+refused 1 "the job contains PID 1" ibckpt freeze --tree 1
+refused 1 "the job contains the requester itself" ibckpt freeze --tree $$
+refused 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze --session $$'
+refused 1 "no such freeze session" ibckpt thaw --id 123456
+refused 2 "name one job only" ibckpt freeze --tree $$ --session $$
+refused 2 "not a session id" ibckpt freeze --session abc
+refused 2 "names an existing freeze" ibckpt freeze --id 3
 ibckpt status | grep -q "no job frozen" || fail "a refused request left a session: $(ibckpt status)"
 rmdir "$cg/inner" "$cg" 2>/dev/null
 pass

@@ -16,6 +16,16 @@ fail() {
 skip() { echo "SKIP-REASON($CASE): $*" >&2; exit 77; }
 pass() { exit 0; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
+# refused STATUS PATTERN COMMAND...: COMMAND exits with STATUS and says PATTERN
+# on standard error (a refusal with a clear message)
+refused() {
+	local want=$1 pat=$2
+	shift 2
+	"$@" > "$T/o" 2> "$T/e"
+	local rc=$?
+	[ "$rc" = "$want" ] || fail "'$*': exit $rc, expected $want ($(cat "$T/e"))"
+	grep -q -- "$pat" "$T/e" || fail "'$*': message '$(cat "$T/e")' lacks '$pat'"
+}
 # json_get VAR FILE KEY: VAR = the first "KEY": number or string in FILE (the
 # CLI's -j output puts a session's own fields before its lists), "" if none.
 # No process is started: jq costs a third of a second per call under emulation,
