@@ -6,6 +6,7 @@
 # FROZEN), thaw time the CLI's round trip (until every thread has left its
 # park). Medians of REPS cycles.
 #   tests/bench/freeze-latency.sh [REPS]
+#   IBCKPT_BENCH_SPECS="procs 8;sleepers 8192" to measure some workloads only
 set -u
 reps=${1:-20}
 W=tests/freeze/bin/workload
@@ -23,8 +24,8 @@ mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
 cg=/sys/fs/cgroup/ibckpt-bench.$$
 mkdir -p "$cg"
 printf '%-12s %8s %-10s %14s %14s\n' workload threads job freeze_ms thaw_ms
-for spec in "spin 1" "spin 16" "spin 256" "sleepers 1024" "sleepers 8192" "procs 1" "procs 8" \
-	    "procs 32"; do
+IFS=';' read -r -a specs <<< "${IBCKPT_BENCH_SPECS:-spin 1;spin 16;spin 256;sleepers 1024;sleepers 8192;procs 1;procs 8;procs 32}"
+for spec in "${specs[@]}"; do
 	set -- $spec
 	# in the cgroup from the start, in a session and group of its own
 	setsid bash -c "echo \$\$ > $cg/cgroup.procs && exec $W $1 $T/f $2" > /dev/null 2>&1 &

@@ -126,7 +126,7 @@ wl_start run 2
 echo "$WL_PID" > "$cg/cgroup.procs" || fail "move the thread workload into $cg"
 for sel in "--session $WL_PID" "--tree $WL_PID" "--cgroup $cg" "$WL_PID"; do
 	ibckpt freeze --persist 60 $sel > "$T/f" || fail "freeze $sel"
-	grep -q "frozen: 7 threads parked, 0 exited" "$T/f" || fail "freeze $sel: $(cat "$T/f")"
+	grep -q "frozen: 8 threads parked, 0 exited" "$T/f" || fail "freeze $sel: $(cat "$T/f")"
 	a=$(wl_snap); sleep 0.3; b=$(wl_snap)
 	wl_none_moved "$a" "$b"
 	ibckpt thaw $sel > /dev/null || fail "thaw $sel"
