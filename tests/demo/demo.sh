@@ -24,19 +24,8 @@ ibckpt --version || fail "ibckpt --version"
 rdma link show
 
 step "traffic: ibtraffic server on rxe0, client on rxe1 (8 RC QPs + UD), through ibckpt"
-port=$(bed_port)
-# set -m: each background job in a process group of its own, as a shell does
-setsid bash -c "set -m
-	$IBTRAFFIC -s -d rxe0 -g 0 -p $port -q 8 > $T/server.out 2> $T/server.err &
-	s=\$!; echo \$s > $T/server.pid
-	for _ in \$(seq 200); do ss -Hltn 'sport = :$port' | grep -q . && break; sleep 0.05; done
-	$IBTRAFFIC -c 127.0.0.1 -d rxe1 -g 0 -p $port -q 8 -P 1 > $T/client.out 2> $T/client.err &
-	c=\$!; echo \$c > $T/client.pid
-	wait \$c; echo \$? > $T/client.rc
-	wait \$s; echo \$? > $T/server.rc" &
-job=$!
-for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
-server=$(cat "$T/server.pid") client=$(cat "$T/client.pid")
+traffic_start_session 8 -P 1
+job=$TRAFFIC_JOB server=$TRAFFIC_SERVER_PID client=$TRAFFIC_CLIENT_PID
 ps -o pid,pgid,sid,comm -p "$job,$server,$client"
 sleep 3
 echo "verified operations so far: $(ops)"

@@ -22,15 +22,6 @@ b=$(wl_snap)
 kill -9 -- "-$WL_PID"
 
 wl_start spawn
-for i in $(seq 15); do
-	ibckpt freeze --timeout 3000 --persist 30 "$WL_PID" > "$T/f" 2> "$T/e" ||
-		fail "freeze #$i of a spawning job: $(cat "$T/e")"
-	a=$(wl_snap); sleep 0.2; b=$(wl_snap)
-	wl_none_moved "$a" "$b"
-	ibckpt thaw "$WL_PID" > /dev/null || fail "thaw #$i"
-	sleep 0.1
-	c=$(wl_snap)
-	wl_all_moved "$b" "$c"
-done
+wl_freeze_cycles 15 0.1
 kill -9 -- "-$WL_PID"
 pass

@@ -7,19 +7,8 @@
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
-port=$(bed_port)
-# set -m: each background job in a process group of its own, as a shell does
-setsid bash -c "set -m
-	$IBTRAFFIC -s -d rxe0 -g 0 -p $port -q 8 > $T/server.out 2> $T/server.err &
-	s=\$!; echo \$s > $T/server.pid
-	for _ in \$(seq 200); do ss -Hltn 'sport = :$port' | grep -q . && break; sleep 0.05; done
-	$IBTRAFFIC -c 127.0.0.1 -d rxe1 -g 0 -p $port -q 8 > $T/client.out 2> $T/client.err &
-	c=\$!; echo \$c > $T/client.pid
-	wait \$c; echo \$? > $T/client.rc
-	wait \$s; echo \$? > $T/server.rc" &
-sid=$!
-for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
-server=$(cat "$T/server.pid") client=$(cat "$T/client.pid")
+traffic_start_session 8
+sid=$TRAFFIC_JOB server=$TRAFFIC_SERVER_PID client=$TRAFFIC_CLIENT_PID
 sleep 1
 read -r ssid spg <<< "$(ps -o sid=,pgid= -p "$server")"
 read -r csid cpg <<< "$(ps -o sid=,pgid= -p "$client")"

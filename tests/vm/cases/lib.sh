@@ -132,3 +132,43 @@ wl_all_moved() {
 wl_none_moved() {
 	[ "$1" = "$2" ] || fail "counters moved while frozen: $1 -> $2"
 }
+# wl_freeze_cycles N SETTLE [JOB...]: freeze the workload (its group, or
+# JOB) N times: nothing moves in 0.3 s frozen, everything moves again SETTLE
+# seconds after the thaw. WL_LAST: the last counters seen.
+wl_freeze_cycles() {
+	local n=$1 settle=$2 i a b
+	shift 2
+	[ $# -gt 0 ] || set -- "$WL_PID"
+	for i in $(seq "$n"); do
+		ibckpt freeze --timeout 5000 --persist 60 "$@" > "$T/f" 2> "$T/e" ||
+			fail "freeze $* #$i: $(cat "$T/e")"
+		a=$(wl_snap); sleep 0.3; b=$(wl_snap)
+		wl_none_moved "$a" "$b"
+		ibckpt thaw "$@" > /dev/null || fail "thaw $* #$i"
+		sleep "$settle"
+		WL_LAST=$(wl_snap)
+		wl_all_moved "$b" "$WL_LAST"
+	done
+}
+
+# traffic_start_session QPS [CLIENT OPTIONS]: ibtraffic's server (rxe0)
+# and client (rxe1), through whatever RDMAV_DRIVERS says, in two process
+# groups of one new session, as a shell with job control starts them.
+# Sets TRAFFIC_JOB (the session), TRAFFIC_SERVER_PID, TRAFFIC_CLIENT_PID;
+# the exit statuses land in $T/server.rc and $T/client.rc.
+traffic_start_session() {
+	local port
+	port=$(bed_port)
+	setsid bash -c "set -m
+		$IBTRAFFIC -s -d rxe0 -g 0 -p $port -q $1 > $T/server.out 2> $T/server.err &
+		s=\$!; echo \$s > $T/server.pid
+		for _ in \$(seq 200); do ss -Hltn 'sport = :$port' | grep -q . && break; sleep 0.05; done
+		$IBTRAFFIC -c 127.0.0.1 -d rxe1 -g 0 -p $port -q $1 ${*:2} > $T/client.out 2> $T/client.err &
+		c=\$!; echo \$c > $T/client.pid
+		wait \$c; echo \$? > $T/client.rc
+		wait \$s; echo \$? > $T/server.rc" &
+	TRAFFIC_JOB=$!
+	for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
+	TRAFFIC_SERVER_PID=$(cat "$T/server.pid")
+	TRAFFIC_CLIENT_PID=$(cat "$T/client.pid")
+}
