@@ -41,13 +41,6 @@ struct ibckpt_park {
 static atomic_t ibckpt_parks = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(ibckpt_parks_wq);
 
-static void ibckpt_thread_set(struct ibckpt_session *s, struct ibckpt_thread *thr,
-			      enum ibckpt_thread_state st)
-{
-	ibckpt_tally_move(&s->tally, thr->state, st);
-	thr->state = st;
-}
-
 /*
  * The thread is on its way out: it no longer counts for the session (and
  * no longer belongs to it), and in a tree job the children it is about to
@@ -59,8 +52,7 @@ static void ibckpt_park_exited(struct ibckpt_session *s, struct ibckpt_thread *t
 	if (!READ_ONCE(s->released))
 		ibckpt_session_adopt(s, current);
 	spin_lock(&s->lock);
-	thr->vfork_held = false;
-	ibckpt_thread_set(s, thr, IBCKPT_THREAD_EXITED);
+	ibckpt_thread_leave(s, thr, IBCKPT_THREAD_EXITED);
 	ibckpt_thread_unclaim(thr);
 	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
 		mod_delayed_work(ibckpt_wq, &s->converge, 0);
@@ -87,12 +79,12 @@ static void ibckpt_park_fn(struct callback_head *cb)
 		goto out;
 	}
 	spin_lock(&s->lock);
-	thr->vfork_held = false;	/* it came by: from here it parks itself */
 	if (s->released) {
-		ibckpt_thread_set(s, thr, IBCKPT_THREAD_RUNNING);
+		ibckpt_thread_leave(s, thr, IBCKPT_THREAD_RUNNING);
 		spin_unlock(&s->lock);
 		goto out;
 	}
+	thr->vfork_held = false;	/* it came by: from here it parks itself */
 	thr->user_ip = instruction_pointer(regs);
 	thr->syscall = syscall_get_nr(current, regs) + 1;
 	ibckpt_thread_set(s, thr, IBCKPT_THREAD_PARKED);
@@ -115,17 +107,11 @@ static void ibckpt_park_fn(struct callback_head *cb)
 		      (TASK_KILLABLE | TASK_NOLOAD | TASK_FREEZABLE), 0, 0, schedule());
 
 	killed = fatal_signal_pending(current);
-	spin_lock(&s->lock);
-	if (thr->vfork_child) {
-		thr->vfork_child = false;
-		s->nvfork--;
-	}
-	spin_unlock(&s->lock);
 	if (killed) {
 		ibckpt_park_exited(s, thr);
 	} else {
 		spin_lock(&s->lock);
-		ibckpt_thread_set(s, thr, IBCKPT_THREAD_RUNNING);
+		ibckpt_thread_leave(s, thr, IBCKPT_THREAD_RUNNING);
 		spin_unlock(&s->lock);
 	}
 	wake_up_all(&s->done_wq);
@@ -171,15 +157,14 @@ int ibckpt_park_queue(struct ibckpt_session *s, struct task_struct *task,
 		goto undo;
 	}
 	ret = task_work_add(task, &pk->cb, TWA_SIGNAL);
-	if (ret)
-		module_put(THIS_MODULE);
+	if (!ret)
+		return 0;
+	module_put(THIS_MODULE);
 undo:
-	if (ret) {
-		ibckpt_session_put(s);
-		kfree(pk);
-		if (atomic_dec_and_test(&ibckpt_parks))
-			wake_up_all(&ibckpt_parks_wq);
-	}
+	ibckpt_session_put(s);
+	kfree(pk);
+	if (atomic_dec_and_test(&ibckpt_parks))
+		wake_up_all(&ibckpt_parks_wq);
 	return ret;
 }
 

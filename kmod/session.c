@@ -278,6 +278,43 @@ struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const ch
 	return s;
 }
 
+/**
+ * ibckpt_thread_set() - a thread of @s changes state
+ * @s: the session
+ * @thr: the thread
+ * @st: its new state
+ *
+ * Context: s->lock held.
+ */
+void ibckpt_thread_set(struct ibckpt_session *s, struct ibckpt_thread *thr,
+		       enum ibckpt_thread_state st)
+{
+	lockdep_assert_held(&s->lock);
+	ibckpt_tally_move(&s->tally, thr->state, st);
+	thr->state = st;
+}
+
+/**
+ * ibckpt_thread_leave() - a thread is no longer (as good as) parked in @s
+ * @s: the session
+ * @thr: the thread: it left its park, never came by (released while held in
+ *	vfork()), or is exiting
+ * @st: IBCKPT_THREAD_RUNNING or IBCKPT_THREAD_EXITED
+ *
+ * Context: s->lock held.
+ */
+void ibckpt_thread_leave(struct ibckpt_session *s, struct ibckpt_thread *thr,
+			 enum ibckpt_thread_state st)
+{
+	lockdep_assert_held(&s->lock);
+	thr->vfork_held = false;
+	if (thr->vfork_child) {
+		thr->vfork_child = false;
+		s->nvfork--;
+	}
+	ibckpt_thread_set(s, thr, st);
+}
+
 /*
  * Release the parked threads and tell the providers; @st is the state the
  * session ends in. Only the first release counts (an abort racing with a
@@ -300,11 +337,8 @@ static bool ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
 	list_for_each_entry(thr, &s->threads, node) {
 		ibckpt_thread_unclaim(thr);
 		/* counted as parked in vfork(): released without coming by */
-		if (thr->vfork_held) {
-			thr->vfork_held = false;
-			ibckpt_tally_move(&s->tally, thr->state, IBCKPT_THREAD_RUNNING);
-			thr->state = IBCKPT_THREAD_RUNNING;
-		}
+		if (thr->vfork_held)
+			ibckpt_thread_leave(s, thr, IBCKPT_THREAD_RUNNING);
 	}
 	spin_unlock(&s->lock);
 	wake_up_all(&s->park_wq);
@@ -360,8 +394,7 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 	if (ret == -ESRCH) {
 		/* already past running task works: it is exiting */
 		spin_lock(&s->lock);
-		ibckpt_tally_move(&s->tally, thr->state, IBCKPT_THREAD_EXITED);
-		thr->state = IBCKPT_THREAD_EXITED;
+		ibckpt_thread_set(s, thr, IBCKPT_THREAD_EXITED);
 		ibckpt_thread_unclaim(thr);
 		spin_unlock(&s->lock);
 		ret = 0;
@@ -602,8 +635,7 @@ void ibckpt_session_hold_vfork_parent(struct ibckpt_session *s, struct ibckpt_th
 		pt->user_ip = instruction_pointer(regs);
 		pt->syscall = syscall_get_nr(parent, regs) + 1;
 		pt->vfork_held = true;
-		ibckpt_tally_move(&s->tally, pt->state, IBCKPT_THREAD_PARKED);
-		pt->state = IBCKPT_THREAD_PARKED;
+		ibckpt_thread_set(s, pt, IBCKPT_THREAD_PARKED);
 	}
 	rcu_read_unlock();
 }

@@ -202,6 +202,10 @@ bool ibckpt_session_covers(struct ibckpt_session *s, struct task_struct *proc);
 bool ibckpt_may_freeze(const struct cred *cred, bool admin, struct task_struct *proc);
 void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent);
 void ibckpt_session_hold_vfork_parent(struct ibckpt_session *s, struct ibckpt_thread *child);
+void ibckpt_thread_set(struct ibckpt_session *s, struct ibckpt_thread *thr,
+		       enum ibckpt_thread_state st);
+void ibckpt_thread_leave(struct ibckpt_session *s, struct ibckpt_thread *thr,
+			 enum ibckpt_thread_state st);
 int ibckpt_sessions_init(void);
 void ibckpt_sessions_exit(void);
 
