@@ -16,7 +16,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 export PREFIX DESTDIR
 
-SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic tests/provider tests/bench tests/mpi
+SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic tests/provider tests/bench tests/mpi tests/criu
 subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
 
 .PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
