@@ -20,6 +20,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "creds.h"
 #include "ibckpt.h"
 
 /*
@@ -49,7 +50,7 @@ static void ibckpt_proc_free(struct kref *ref)
 
 	put_pid(p->tgid);
 	put_pid(p->ctrl);
-	kvfree(p->snap);
+	ibckpt_snapshot_drop(p);
 	kfree(p);
 }
 
@@ -167,6 +168,25 @@ static long ibckpt_snapshot(struct ibckpt_file *f, void __user *arg)
 	return ibckpt_snapshot_take(f->proc, &a);
 }
 
+/* After a restore: the threads share the control thread's creds (creds.c). */
+static long ibckpt_share_creds(struct ibckpt_file *f, void __user *arg)
+{
+	struct ibckpt_share_creds res;
+	int ret;
+
+	if (!f->proc)
+		return -ENOTCONN;
+	if (task_pid(current) != f->proc->ctrl)
+		return -EPERM;
+	ret = ibckpt_creds_share(&res);
+	if (ret)
+		return ret;
+	/* the counts are optional: the provider may pass NULL */
+	if (arg && copy_to_user(arg, &res, sizeof(res)))
+		return -EFAULT;
+	return 0;
+}
+
 static long ibckpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ibckpt_file *f = file->private_data;
@@ -182,6 +202,9 @@ static long ibckpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		break;
 	case IBCKPT_IOC_SNAPSHOT:
 		ret = ibckpt_snapshot(f, (void __user *)arg);
+		break;
+	case IBCKPT_IOC_SHARE_CREDS:
+		ret = ibckpt_share_creds(f, (void __user *)arg);
 		break;
 	default:
 		ret = -ENOTTY;

@@ -6,13 +6,17 @@
  * waits (10 s at most) for the released threads to leave their parks.
  */
 #include <linux/err.h>
+#include <linux/hashtable.h>
+#include <linux/mm.h>
 #include <linux/pid_namespace.h>
+#include <linux/sched/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <net/genetlink.h>
 
 #include "ibckpt.h"
 #include "session.h"
+#include "snap_check.h"
 
 static const struct nla_policy ibckpt_genl_policy[IBCKPT_A_MAX + 1] = {
 	[IBCKPT_A_VERSION] = { .type = NLA_NUL_STRING },
@@ -32,6 +36,8 @@ static const struct nla_policy ibckpt_genl_policy[IBCKPT_A_MAX + 1] = {
 	[IBCKPT_A_JOB_TYPE] = NLA_POLICY_RANGE(NLA_U32, IBCKPT_JOB_PGRP, IBCKPT_JOB_CGROUP),
 	[IBCKPT_A_JOB_ID] = { .type = NLA_U32 },
 	[IBCKPT_A_CGROUP_FD] = { .type = NLA_U32 },
+	[IBCKPT_A_KPROC] = { .type = NLA_REJECT },
+	[IBCKPT_A_KQP] = { .type = NLA_REJECT },
 };
 
 #define IBCKPT_DEFAULT_TIMEOUT_MS 10000
@@ -290,7 +296,11 @@ static int ibckpt_nl_fill_session(struct sk_buff *skb, struct netlink_callback *
 	    nla_put_u32(skb, IBCKPT_SESSION_A_OUTSTANDING, q.outstanding) ||
 	    (q.err && (nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_ERR, q.err) ||
 		       nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_PID,
-				   pid_nr_ns(q.err_pid, task_active_pid_ns(current)))))) {
+				   pid_nr_ns(q.err_pid, task_active_pid_ns(current))))) ||
+	    (q.err && q.why.msg[0] &&
+	     nla_put_string(skb, IBCKPT_SESSION_A_QUIESCE_MSG, q.why.msg)) ||
+	    (q.err && q.why.has_qpn &&
+	     nla_put_u32(skb, IBCKPT_SESSION_A_QUIESCE_QPN, q.why.qpn))) {
 		genlmsg_cancel(skb, hdr);
 		goto out;
 	}
@@ -470,6 +480,184 @@ static int ibckpt_nl_fill_piece(struct sk_buff *skb, struct netlink_callback *cb
 	return n;
 }
 
+/* A process of the dumped job as the kernel sees it: its IBCKPT_A_KPROC. */
+static int ibckpt_nl_fill_kproc(struct sk_buff *skb, struct netlink_callback *cb, u32 tgid,
+				u32 flags, u64 pinned, u32 nqps)
+{
+	struct nlattr *nest;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_SNAPSHOT_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, IBCKPT_A_SNAP_TGID, tgid))
+		goto cancel;
+	nest = nla_nest_start(skb, IBCKPT_A_KPROC);
+	if (!nest ||
+	    nla_put_u32(skb, IBCKPT_KPROC_A_FLAGS, flags) ||
+	    nla_put_u64_64bit(skb, IBCKPT_KPROC_A_PINNED, pinned, IBCKPT_KPROC_A_PAD) ||
+	    nla_put_u32(skb, IBCKPT_KPROC_A_QPS, nqps))
+		goto cancel;
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+/* One QP of a process's kernel view: its IBCKPT_A_KQP. */
+static int ibckpt_nl_fill_kqp(struct sk_buff *skb, struct netlink_callback *cb, u32 tgid,
+			      const void *snap, const struct ibckpt_kqp *k,
+			      struct pid_namespace *ns)
+{
+	u32 owner = k->owner ? pid_nr_ns(k->owner, ns) : 0;
+	struct nlattr *nest;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &ibckpt_genl_family, NLM_F_MULTI, IBCKPT_CMD_SNAPSHOT_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, IBCKPT_A_SNAP_TGID, tgid))
+		goto cancel;
+	nest = nla_nest_start(skb, IBCKPT_A_KQP);
+	if (!nest ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_HANDLE, ibckpt_kqp_rec(snap, k)->handle) ||
+	    nla_put_string(skb, IBCKPT_KQP_A_DEVICE, ibckpt_kqp_dev(snap, k)) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_QPN, ibckpt_kqp_rec(snap, k)->qpn) ||
+	    (owner && nla_put_u32(skb, IBCKPT_KQP_A_OWNER, owner)) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_TYPE, k->type) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_PORT, k->port))
+		goto cancel;
+	if (k->query_err ?
+	    nla_put_u32(skb, IBCKPT_KQP_A_QUERY_ERR, k->query_err) :
+	    nla_put_u32(skb, IBCKPT_KQP_A_STATE, k->state) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_DEST_QPN, k->dest_qpn) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_SQ_PSN, k->sq_psn) ||
+	    nla_put_u32(skb, IBCKPT_KQP_A_RQ_PSN, k->rq_psn))
+		goto cancel;
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+/*
+ * After a process's snapshot: its IBCKPT_A_KPROC, then one IBCKPT_A_KQP per
+ * QP checked. cb->args[2]: 0 before the KPROC, then 1 + the KQPs sent.
+ */
+static int ibckpt_nl_fill_kview(struct sk_buff *skb, struct netlink_callback *cb,
+				const struct ibckpt_proc *p, u32 tgid, struct pid_namespace *ns)
+{
+	const struct ibckpt_snap_hdr *h = p->snap;
+	const struct ibckpt_kview *kv = p->kview;
+	u32 n = kv && !kv->released ? kv->n : 0;
+	int err;
+
+	if (!cb->args[2]) {
+		err = ibckpt_nl_fill_kproc(skb, cb, tgid,
+					   kv && kv->released ? IBCKPT_KPROC_F_RELEASED : 0,
+					   h->pinned_bytes, n);
+		if (err)
+			return err;
+		cb->args[2] = 1;
+	}
+	while (cb->args[2] - 1 < n) {
+		err = ibckpt_nl_fill_kqp(skb, cb, tgid, p->snap, &kv->qp[cb->args[2] - 1], ns);
+		if (err)
+			return err;
+		cb->args[2]++;
+	}
+	return 0;
+}
+
+/*
+ * A process of the job that gave no snapshot for session @id (it does not
+ * use the provider): its IBCKPT_A_KPROC with the memory it pins now. 0 if it
+ * has one, is gone, or is not visible in @ns: nothing to say.
+ */
+static int ibckpt_nl_fill_other(struct sk_buff *skb, struct netlink_callback *cb,
+				struct pid *pid, u64 id, struct pid_namespace *ns)
+{
+	u32 tgid = pid_nr_ns(pid, ns);
+	struct task_struct *task;
+	struct ibckpt_proc *p;
+	struct mm_struct *mm;
+	bool snap = false;
+	u64 pinned = 0;
+
+	if (!tgid)
+		return 0;
+	mutex_lock(&ibckpt_procs_lock);
+	list_for_each_entry(p, &ibckpt_procs, node) {
+		if (p->tgid == pid) {
+			snap = p->snap && p->quiesce_session == id;
+			break;
+		}
+	}
+	mutex_unlock(&ibckpt_procs_lock);
+	if (snap)
+		return 0;
+	task = get_pid_task(pid, PIDTYPE_TGID);
+	if (!task)
+		return 0;
+	mm = get_task_mm(task);
+	put_task_struct(task);
+	if (mm) {
+		pinned = (u64)atomic64_read(&mm->pinned_vm) << PAGE_SHIFT;
+		mmput(mm);
+	}
+	return ibckpt_nl_fill_kproc(skb, cb, tgid, IBCKPT_KPROC_F_NO_SNAPSHOT, pinned, 0);
+}
+
+#define IBCKPT_NL_BATCH	16
+
+/*
+ * After the snapshots: the processes of the job without one, in batches
+ * taken under the session's lock (members are only ever added while it
+ * lives). cb->args[3]: members already considered.
+ */
+static int ibckpt_nl_kview_others(struct sk_buff *skb, struct netlink_callback *cb, u64 id,
+				  struct pid_namespace *ns)
+{
+	struct pid *batch[IBCKPT_NL_BATCH];
+	struct ibckpt_session *s;
+	struct ibckpt_member *m;
+	int bkt, n, j, err = 0;
+	long i;
+
+	do {
+		n = 0;
+		i = 0;
+		mutex_lock(&ibckpt_sessions_lock);
+		s = ibckpt_session_find_id(id);
+		if (s) {
+			spin_lock(&s->lock);
+			hash_for_each(s->members, bkt, m, node) {
+				if (i++ < cb->args[3])
+					continue;
+				batch[n++] = get_pid(m->tgid);
+				if (n == IBCKPT_NL_BATCH)
+					break;
+			}
+			spin_unlock(&s->lock);
+		}
+		mutex_unlock(&ibckpt_sessions_lock);
+		for (j = 0; j < n; j++) {
+			if (!err)
+				err = ibckpt_nl_fill_other(skb, cb, batch[j], id, ns);
+			if (!err)
+				cb->args[3]++;
+			put_pid(batch[j]);
+		}
+	} while (!err && n == IBCKPT_NL_BATCH);
+	return err;
+}
+
 /* Every provider that gave a snapshot for session @id is the reader's to read. */
 static bool ibckpt_nl_snapshots_mine(u64 id)
 {
@@ -502,12 +690,19 @@ static bool ibckpt_nl_snapshots_mine(u64 id)
 static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 {
 	struct ibckpt_session *s;
+	struct nlattr **attrs;
 	bool frozen, mine;
 	int ret;
 
 	if (!ibckpt_nl_privileged(cb->skb)) {
 		NL_SET_ERR_MSG(cb->extack, "needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN");
 		return -EPERM;
+	}
+	attrs = genl_dumpit_info(cb)->attrs;
+	cb->args[4] = attrs[IBCKPT_A_FLAGS] ? nla_get_u32(attrs[IBCKPT_A_FLAGS]) : 0;
+	if (cb->args[4] & ~IBCKPT_SNAPSHOT_F_KVIEW) {
+		NL_SET_ERR_MSG(cb->extack, "unknown snapshot flags");
+		return -EINVAL;
 	}
 	ret = ibckpt_nl_dump_resolve(cb, true);
 	if (ret)
@@ -533,8 +728,10 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 
 /*
  * cb->args[0]: snapshots of the session completely sent; cb->args[1]: bytes
- * of the next one sent. Only the snapshots given for this session count: a
- * process that belonged to another frozen job before is not mixed in. The
+ * of the next one sent; cb->args[2], [3]: the kernel's view, with
+ * IBCKPT_SNAPSHOT_F_KVIEW (cb->args[4]): see ibckpt_nl_fill_kview() and
+ * ibckpt_nl_kview_others(). Only the snapshots given for this session count:
+ * a process that belonged to another frozen job before is not mixed in. The
  * job is frozen: its processes neither register nor leave, except when
  * killed, which ends a dump early at worst.
  */
@@ -564,9 +761,19 @@ static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback 
 			}
 			cb->args[1] += n;
 		}
+		if (cb->args[4] & IBCKPT_SNAPSHOT_F_KVIEW) {
+			err = ibckpt_nl_fill_kview(skb, cb, p, tgid, ns);
+			if (err)
+				goto out;
+		}
 		cb->args[0] = i;
 		cb->args[1] = 0;
+		cb->args[2] = 0;
 	}
+	mutex_unlock(&ibckpt_procs_lock);
+	if (cb->args[4] & IBCKPT_SNAPSHOT_F_KVIEW)
+		err = ibckpt_nl_kview_others(skb, cb, id, ns);
+	return err && !skb->len ? err : skb->len;
 out:
 	mutex_unlock(&ibckpt_procs_lock);
 	return err && !skb->len ? err : skb->len;

@@ -16,6 +16,8 @@
 #include "uapi/linux/ibckpt_snapshot.h"
 #include "evq.h"
 
+struct ibckpt_kview;
+
 #define IBCKPT_VERSION		"0.1"
 
 /**
@@ -31,6 +33,8 @@
  * @snap: the snapshot it gave for @quiesce_session (kvmalloc), freed when
  *	the session ends or the process goes; under ibckpt_procs_lock
  * @snap_len: its length
+ * @kview: the RDMA core's record of the QPs @snap names, taken when the
+ *	module accepted it (rdma_view.c); kept and freed with @snap
  *
  * Lifetime: created by IBCKPT_IOC_REGISTER, unlinked when the registering
  * file is released (close or exit); freed on the last kref_put().
@@ -45,6 +49,7 @@ struct ibckpt_proc {
 	bool quiesce_answered;
 	void *snap;
 	u32 snap_len;
+	struct ibckpt_kview *kview;
 };
 
 /* Registered processes. */
@@ -57,6 +62,7 @@ int ibckpt_chardev_init(void);
 void ibckpt_chardev_exit(void);
 int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q);
 int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a);
+void ibckpt_snapshot_drop(struct ibckpt_proc *p);
 int ibckpt_genl_init(void);
 void ibckpt_genl_exit(void);
 

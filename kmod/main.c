@@ -7,6 +7,7 @@
  */
 #include <linux/module.h>
 
+#include "creds.h"
 #include "ibckpt.h"
 #include "session.h"
 
@@ -32,12 +33,16 @@ err_sessions:
 	return ret;
 }
 
-/* No new request can arrive once the family is gone; then thaw everything. */
+/*
+ * No new request can arrive once the family is gone; then thaw everything.
+ * Last, the ends of the credential switches' callbacks (creds.c).
+ */
 static void __exit ibckpt_exit(void)
 {
 	ibckpt_genl_exit();
 	ibckpt_sessions_exit();
 	ibckpt_chardev_exit();
+	ibckpt_creds_exit();
 }
 
 module_init(ibckpt_init);

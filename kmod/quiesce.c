@@ -13,6 +13,11 @@
  * is told to every provider asked (IBCKPT_EV_THAW or IBCKPT_EV_ABORT) so that
  * it reopens the gate.
  *
+ * The snapshot a provider gives before it answers is checked against the
+ * RDMA core's own record of its QPs (rdma_view.c): a snapshot the module
+ * refuses for what it says counts as the process's answer, failed, whatever
+ * the provider answers afterwards.
+ *
  * Locking: ibckpt_procs_lock protects the per-process request state; a
  * session's counters are under its spinlock. Answers find their session under
  * ibckpt_sessions_lock, never while holding ibckpt_procs_lock.
@@ -26,6 +31,7 @@
 #include <linux/workqueue.h>
 
 #include "ibckpt.h"
+#include "rdma_view.h"
 #include "session.h"
 
 /* Is the registered process part of the session's job? */
@@ -130,9 +136,7 @@ void ibckpt_quiesce_end(struct ibckpt_session *s, u32 event)
 		if (p->quiesce_session != s->id)
 			continue;
 		p->quiesce_session = 0;
-		kvfree(p->snap);	/* the state it described is going away */
-		p->snap = NULL;
-		p->snap_len = 0;
+		ibckpt_snapshot_drop(p);	/* the state it described is going away */
 		if (ibckpt_evq_post_end(&p->events, event, s->id))
 			pr_warn("ibckpt: pid %d: control thread 16 events behind, oldest dropped\n",
 				pid_nr(p->tgid));
@@ -140,28 +144,28 @@ void ibckpt_quiesce_end(struct ibckpt_session *s, u32 event)
 	mutex_unlock(&ibckpt_procs_lock);
 }
 
-/**
- * ibckpt_quiesce_answer() - a provider's answer, or its registration ending
- * @p: the registered process
- * @q: its answer; NULL when its registration ends (counts as done)
- *
- * Return: 0, -ESRCH if it was not asked for that session (a late answer
- * after an abort), -EALREADY if it answered already.
+/*
+ * Count @p's answer to its quiesce request: @session, 0 for whatever it was
+ * asked (its registration ends); its counters @q (NULL: none), its failure
+ * @status (positive errno, 0) and, when the module refused its snapshot,
+ * @why. The first failure of the session is kept, with its process.
  */
-int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q)
+static int ibckpt_quiesce_count(struct ibckpt_proc *p, u64 session,
+				const struct ibckpt_quiesced *q, u32 status,
+				const struct ibckpt_why *why)
 {
 	struct ibckpt_session *s;
 	u64 id;
 
 	mutex_lock(&ibckpt_procs_lock);
 	id = p->quiesce_session;
-	if (!id || (q && q->session != id)) {
+	if (!id || (session && session != id)) {
 		mutex_unlock(&ibckpt_procs_lock);
-		return q ? -ESRCH : 0;
+		return session ? -ESRCH : 0;
 	}
 	if (p->quiesce_answered) {
 		mutex_unlock(&ibckpt_procs_lock);
-		return q ? -EALREADY : 0;
+		return session ? -EALREADY : 0;
 	}
 	p->quiesce_answered = true;
 	mutex_unlock(&ibckpt_procs_lock);
@@ -174,10 +178,12 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 		if (q) {
 			s->q.drained += q->n_drained;
 			s->q.outstanding += q->n_outstanding;
-			if (q->status && !s->q.err) {
-				s->q.err = q->status;
-				s->q.err_pid = get_pid(p->tgid);
-			}
+		}
+		if (status && !s->q.err) {
+			s->q.err = status;
+			s->q.err_pid = get_pid(p->tgid);
+			if (why)
+				s->q.why = *why;
 		}
 		spin_unlock(&s->lock);
 		/* the session may go on (or give up) now */
@@ -188,25 +194,65 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 }
 
 /**
+ * ibckpt_quiesce_answer() - a provider's answer, or its registration ending
+ * @p: the registered process
+ * @q: its answer; NULL when its registration ends (counts as done)
+ *
+ * Return: 0, -ESRCH if it was not asked for that session (a late answer
+ * after an abort, or session 0, which no freeze has), -EALREADY if it
+ * answered already (or the module refused its snapshot, which answered for
+ * it).
+ */
+int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q)
+{
+	/* session 0 stands for "the registration ends" below: never an answer */
+	if (q && !q->session)
+		return -ESRCH;
+	return ibckpt_quiesce_count(p, q ? q->session : 0, q, q ? q->status : 0, NULL);
+}
+
+/**
+ * ibckpt_snapshot_drop() - forget a process's snapshot and its kernel view
+ * @p: the registered process
+ *
+ * Context: ibckpt_procs_lock held, or the last reference to @p.
+ */
+void ibckpt_snapshot_drop(struct ibckpt_proc *p)
+{
+	kvfree(p->snap);
+	p->snap = NULL;
+	p->snap_len = 0;
+	ibckpt_kview_free(p->kview);
+	p->kview = NULL;
+}
+
+/**
  * ibckpt_snapshot_take() - keep the snapshot a provider gives while quiescing
  * @p: the registered process
  * @a: where the snapshot is in its memory
  *
- * Only the header is checked here (magic, version, length); `ibckpt dump`
- * validates every record before it believes one. The header's identity is
- * the module's word, not the provider's: the process id and its pinned
- * memory are stamped here. One snapshot per session, given before the
- * answer: the state at the quiesce cannot be rewritten afterwards. The
- * memory is charged to the process (a job cannot make the kernel keep
- * memory on its behalf that its cgroup does not pay for).
+ * The snapshot is parsed and every QP it names is checked against the RDMA
+ * core's own record of it (ibckpt_rdma_view()); that record is kept with
+ * it, for `ibckpt dump`. The other records are checked for their framing
+ * only; `ibckpt dump` validates every record before it believes one. The
+ * header's identity is the module's word, not the provider's: the process
+ * id and its pinned memory are stamped here. One snapshot per session, given
+ * before the answer: the state at the quiesce cannot be rewritten
+ * afterwards. A snapshot refused for what it says (malformed, another
+ * session's, or one the RDMA core disagrees with) fails the process's
+ * quiesce at once, with the reason: it counts as its answer. The memory is
+ * charged to the process (a job cannot make the kernel keep memory on its
+ * behalf that its cgroup does not pay for).
  *
  * Context: the process's control thread (current).
  * Return: 0, -ESRCH if no freeze asked it for that session, -EALREADY if it
- * gave one already or answered, -EINVAL for a malformed snapshot, -EFBIG if
- * too long, -EFAULT, -ENOMEM.
+ * gave one already or answered, -EINVAL for a malformed snapshot, -EPROTO
+ * if the RDMA core disagrees with it, -EFBIG if too long, -EFAULT, -ENOMEM.
  */
 int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a)
 {
+	struct ibckpt_why why = {};
+	struct ibckpt_kview *kv;
 	struct ibckpt_snap_hdr *h;
 	void *buf;
 	int ret;
@@ -229,10 +275,20 @@ int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg
 		return -EFAULT;
 	}
 	h = buf;
-	if (h->magic != IBCKPT_SNAP_MAGIC || h->version != IBCKPT_SNAP_VERSION ||
-	    h->total_len != a->len || h->session != a->session) {
+	if (h->session != a->session) {
+		snprintf(why.msg, sizeof(why.msg), "a snapshot of session %llu, not %llu",
+			 (unsigned long long)h->session, (unsigned long long)a->session);
+		kv = ERR_PTR(-EINVAL);
+	} else {
+		kv = ibckpt_rdma_view(buf, a->len, &why);
+	}
+	if (IS_ERR(kv)) {
+		ret = PTR_ERR(kv);
 		kvfree(buf);
-		return -EINVAL;
+		/* refused for what it says: the process failed to quiesce */
+		if (ret != -ENOMEM)
+			ibckpt_quiesce_count(p, a->session, NULL, -ret, &why);
+		return ret;
 	}
 	h->tgid = task_tgid_vnr(current);
 	h->pinned_bytes = current->mm ?
@@ -244,9 +300,12 @@ int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg
 	if (!ret) {
 		p->snap = buf;
 		p->snap_len = a->len;
+		p->kview = kv;
 		buf = NULL;
+		kv = NULL;
 	}
 	mutex_unlock(&ibckpt_procs_lock);
 	kvfree(buf);
+	ibckpt_kview_free(kv);
 	return ret;
 }

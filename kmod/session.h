@@ -15,6 +15,7 @@
 #include <linux/workqueue.h>
 
 #include "job.h"
+#include "snap_check.h"
 #include "state.h"
 
 struct pid;
@@ -77,6 +78,7 @@ struct ibckpt_member {
  * @err: positive errno of the first provider that failed, 0
  * @err_pid: that provider's process (a reference, put when the session is
  *	freed), reported in each reader's pid namespace
+ * @why: why, when the module refused its snapshot (rdma_view.c)
  */
 struct ibckpt_quiesce {
 	u32 providers;
@@ -85,6 +87,7 @@ struct ibckpt_quiesce {
 	u32 outstanding;
 	u32 err;
 	struct pid *err_pid;
+	struct ibckpt_why why;
 };
 
 #define IBCKPT_MEMBER_BITS	6

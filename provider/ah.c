@@ -6,7 +6,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "ibckpt.h"
+#include <string.h>
+#include "restart.h"
 
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
@@ -27,6 +28,8 @@ struct ibv_ah *ibckpt_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	ah->ibv_ah.pd = ibpd;
 	ah->ibv_ah.handle = ah->real->handle;
 	ah->attr = *attr;
+	if (to_ictx(ibpd->context)->remapped)	/* UD destinations to translate (restart.h) */
+		ah->peer_vdev = ibckpt_remap_dev_of(attr);
 	ibckpt_obj_add(to_ictx(ibpd->context), &ah->obj, IBCKPT_SNAP_AH);
 	return &ah->ibv_ah;
 }
@@ -46,5 +49,29 @@ int ibckpt_destroy_ah(struct ibv_ah *ibah)
 	if (ret)
 		return ret;
 	free(ah);
+	return 0;
+}
+
+/* Restart (restart.h): re-created at REMAP, once its destination's address is known. */
+void ibckpt_ah_release(struct ibckpt_ah *ah)
+{
+	if (ah->real && ibv_destroy_ah(ah->real))
+		ibckpt_dbg("release: the vendor kept an AH busy");
+	ah->real = NULL;
+}
+
+int ibckpt_ah_recreate(struct ibckpt_ah *ah)
+{
+	struct ibckpt_context *ctx = to_ictx(ah->ibv_ah.context);
+	struct ibv_ah_attr ra = ah->attr;
+
+	ibckpt_ah_attr_to_real(&ctx->addrs, &ra);
+	ah->real = ibv_create_ah(to_ipd(ah->ibv_ah.pd)->real, &ra);
+	if (!ah->real) {
+		ibckpt_restart_err("AH: %s", strerror(errno));
+		return errno;
+	}
+	ah->ibv_ah.handle = ah->real->handle;
+	ah->peer_vdev = ibckpt_remap_dev_of(&ah->attr);
 	return 0;
 }

@@ -45,10 +45,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include "ibckpt.h"
+#include "restart.h"
 
 struct fwd_chan {
 	struct ibckpt_channel chan;
@@ -62,6 +63,8 @@ static unsigned int nchans, chans_cap;
 static unsigned long chans_gen;		/* bumped on every list change */
 static int wake_fd = -1;		/* tells the forwarder the list changed */
 static bool fwd_started;
+static unsigned long fwd_polled_gen;	/* the list the forwarder polls; chan_lock */
+static pthread_cond_t fwd_polled = PTHREAD_COND_INITIALIZER;
 
 static void wake_forwarder(void)
 {
@@ -75,7 +78,7 @@ static void chan_free(struct fwd_chan *fc)
 {
 	if (fc->chan.pipe_wr >= 0)
 		close(fc->chan.pipe_wr);
-	if (ibv_destroy_comp_channel(fc->chan.real))
+	if (fc->chan.real && ibv_destroy_comp_channel(fc->chan.real))
 		ibckpt_dbg("vendor channel still busy at release");
 	free(fc);
 }
@@ -135,10 +138,14 @@ static void *forwarder(void *arg)
 		pfd[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
 		for (i = 0; i < n; i++) {
 			seen[i] = chans[i];
-			pfd[1 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.real->fd,
+			/* released (restart.h): nothing to poll until reacquired */
+			pfd[1 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.real ?
+								chans[i]->chan.real->fd : -1,
 							  .events = POLLIN };
 			pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr };
 		}
+		fwd_polled_gen = gen;
+		pthread_cond_broadcast(&fwd_polled);
 		pthread_mutex_unlock(&chan_lock);
 
 		if (poll(pfd, 1 + 2 * n, -1) < 0)
@@ -403,4 +410,73 @@ void ibckpt_channel_cleanup(struct ibckpt_context *ctx)
 	pthread_mutex_unlock(&chan_lock);
 	if (fwd_started)
 		wake_forwarder();
+}
+
+/*
+ * Restart (restart.h): the context's vendor channels go after its CQs. A
+ * poll() holds the files it polls: the forwarder is woken to poll without
+ * them. Released, the process is frozen: the forwarder is parked, outside
+ * poll() (the park interrupted it), and only rebuilds its list once thawed;
+ * so it is waited for a moment only, in case it runs.
+ */
+void ibckpt_channel_release(struct ibckpt_context *ctx)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&chan_lock);
+	for (i = 0; i < nchans; i++) {
+		struct fwd_chan *fc = chans[i];
+
+		if (fc->ctx != ctx || !fc->chan.real)
+			continue;
+		if (ibv_destroy_comp_channel(fc->chan.real))
+			ibckpt_dbg("release: the vendor kept a completion channel busy");
+		fc->chan.real = NULL;
+		chans_gen++;
+	}
+	if (fwd_started) {
+		struct timespec until;
+
+		wake_forwarder();
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		while (fwd_polled_gen != chans_gen &&
+		       !pthread_cond_timedwait(&fwd_polled, &chan_lock, &until))
+			;
+	}
+	pthread_mutex_unlock(&chan_lock);
+}
+
+/**
+ * ibckpt_channel_recreate() - the vendor's channel behind one of ours, again
+ * @ctx: the reopened context
+ * @chan: our side of an application channel
+ *
+ * Return: the vendor's channel (created by the first CQ that needs it), or
+ * NULL with errno set.
+ */
+struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
+						 struct ibckpt_channel *chan)
+{
+	struct ibv_comp_channel *real;
+
+	pthread_mutex_lock(&chan_lock);
+	real = chan->real;
+	if (!real) {
+		real = ibv_create_comp_channel(ctx->real);
+		if (real) {
+			fcntl(real->fd, F_SETFL, O_NONBLOCK);
+			chan->real = real;
+			chans_gen++;
+			wake_forwarder();
+		} else {
+			ibckpt_restart_err("completion channel: %s", strerror(errno));
+		}
+	}
+	pthread_mutex_unlock(&chan_lock);
+	return real;
 }

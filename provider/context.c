@@ -16,13 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ibckpt.h"
+#include "restart.h"
 
 /* Every open context: statistics at exit, and later the control thread. */
 pthread_mutex_t ibckpt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 struct ibckpt_context *ibckpt_ctxs;	/* under ibckpt_ctx_lock */
 
 static atomic_uint ibckpt_ids;
+
+struct ibckpt_gate ibckpt_open_gate;	/* zero: open */
 
 /* A handle unique in the process, never 0. */
 uint32_t ibckpt_new_id(void)
@@ -88,7 +90,9 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	pthread_mutex_init(&ctx->lock, NULL);
 	ibckpt_spin_init(&ctx->qpn_lock);
 	ibckpt_vidmap_init(&ctx->qpns);
+	ibckpt_vidmap_init(&ctx->qpn_virt);
 	ibckpt_vidmap_init(&ctx->xsrqs);
+	ctx->async_hold = -1;
 	ibckpt_spin_init(&ctx->key_lock);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
@@ -101,7 +105,11 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 void ibckpt_context_fini(struct ibckpt_context *ctx)
 {
 	ibckpt_vidmap_destroy(&ctx->qpns);
+	ibckpt_vidmap_destroy(&ctx->qpn_virt);
 	ibckpt_vidmap_destroy(&ctx->xsrqs);
+	if (ctx->async_hold >= 0)
+		close(ctx->async_hold);
+	free(ctx->ident);
 	ibckpt_vidmap_destroy(&ctx->lkeys);
 	ibckpt_vidmap_destroy(&ctx->rkeys);
 	ibckpt_addrs_destroy(&ctx->addrs);
@@ -117,9 +125,12 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	int sfd, afd, err;
 
 	device_finish(dev);
+	/* No device is opened while released: a checkpointer would find it. */
+	ibckpt_gate_enter(&ibckpt_open_gate);
 	real = verbs_open_device(&dev->real->device, private_data);
 	if (!real) {
 		err = errno;
+		ibckpt_gate_exit(&ibckpt_open_gate);
 		fprintf(stderr, "ibckpt: %s: provider %s could not open the device: %s\n",
 			ibdev->name, dev->vendor->name, strerror(err));
 		close(cmd_fd);
@@ -145,6 +156,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
 	ibckpt_context_init(ctx, real);
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
+	verbs_set_ops(&ctx->vctx, &ibckpt_gated_ops);	/* gated.c: some of the same, gated */
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
 		atomic_store(&ctx->gate.closed, 1);
@@ -153,6 +165,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->next = ibckpt_ctxs;
 	ibckpt_ctxs = ctx;
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ibckpt_gate_exit(&ibckpt_open_gate);
 	ibckpt_control_start();
 	ibckpt_dbg("%s: context stacked on provider %s", ibdev->name, dev->vendor->name);
 	return &ctx->vctx;
@@ -163,6 +176,7 @@ err_fds:
 	if (afd >= 0)
 		close(afd);
 	ibv_close_device(real);
+	ibckpt_gate_exit(&ibckpt_open_gate);
 	errno = err;
 	return NULL;
 }
@@ -209,13 +223,14 @@ static void ibckpt_free_context(struct ibv_context *context)
 	}
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 	ibckpt_channel_cleanup(ctx);
-	ibv_close_device(ctx->real);
+	if (ctx->real)		/* NULL: released (restart.h) and never reacquired */
+		ibv_close_device(ctx->real);
 	ibckpt_context_fini(ctx);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }
 
-static int ibckpt_query_device_ex(struct ibv_context *context,
+int ibckpt_query_device_ex(struct ibv_context *context,
 				  const struct ibv_query_device_ex_input *input,
 				  struct ibv_device_attr_ex *attr, size_t attr_size)
 {
@@ -227,7 +242,7 @@ static int ibckpt_query_device_ex(struct ibv_context *context,
 }
 
 /* The port's own LID and its SM's, as the application knows them (addr.h). */
-static int ibckpt_query_port(struct ibv_context *context, uint8_t port,
+int ibckpt_query_port(struct ibv_context *context, uint8_t port,
 			     struct ibv_port_attr *attr)
 {
 	struct ibckpt_context *ctx = to_ictx(context);
@@ -306,6 +321,144 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 		return;
 	}
 	ibv_ack_async_event(&real_ev);
+}
+
+/* Restart (restart.h) ----------------------------------------------- */
+
+/* What peers know the context by: taken at its first release, kept after. */
+static int ident_take(struct ibckpt_context *ctx)
+{
+	struct ibckpt_ctx_ident *id;
+	struct ibv_port_attr pa;
+	uint32_t i, n;
+
+	if (ctx->ident)
+		return 0;
+	id = calloc(1, sizeof(*id));
+	if (!id)
+		return ENOMEM;
+	if (ibv_query_port(ctx->real, 1, &pa)) {
+		free(id);
+		return errno;
+	}
+	id->vdev = ibv_get_device_guid(ctx->real->device);
+	id->vlid = pa.lid;
+	n = pa.gid_tbl_len < IBCKPT_MAX_GIDS ? (uint32_t)pa.gid_tbl_len : IBCKPT_MAX_GIDS;
+	for (i = 0; i < n; i++)
+		if (ibv_query_gid(ctx->real, 1, (int)i, &id->vgid[i]))
+			memset(&id->vgid[i], 0, sizeof(id->vgid[i]));
+	id->ngid = n;
+	snprintf(id->devname, sizeof(id->devname), "%s", ctx->vctx.context.device->name);
+	ctx->ident = id;
+	return 0;
+}
+
+/**
+ * ibckpt_context_release() - close the vendor's context behind the shadow
+ * @ctx: a context whose objects are all released
+ *
+ * The application's descriptors keep their numbers, behind harmless files:
+ * cmd_fd reads /dev/null (a stray write fails, as it must), async_fd a pipe
+ * nothing is written to (a reader keeps waiting). Then nothing of the
+ * device is open or mapped in the process.
+ * Return: 0 or an errno.
+ */
+int ibckpt_context_release(struct ibckpt_context *ctx)
+{
+	int afd = ctx->vctx.context.async_fd, nul, p[2], fl, err;
+
+	err = ident_take(ctx);
+	if (err) {
+		ibckpt_restart_err("%s: %s", ctx->vctx.context.device->name, strerror(err));
+		return err;
+	}
+	nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul < 0 || dup3(nul, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0)
+		goto err;
+	close(nul);
+	nul = -1;
+	if (afd >= 0) {
+		fl = fcntl(afd, F_GETFL);
+		if (fl < 0 || pipe2(p, O_CLOEXEC))
+			goto err;
+		fcntl(p[0], F_SETFL, fl & O_NONBLOCK);
+		if (dup3(p[0], afd, O_CLOEXEC) < 0) {
+			err = errno;
+			close(p[0]);
+			close(p[1]);
+			errno = err;
+			goto err;
+		}
+		close(p[0]);
+		ctx->async_hold = p[1];
+	}
+	ibv_close_device(ctx->real);
+	ctx->real = NULL;
+	return 0;
+err:
+	err = errno;
+	if (nul >= 0)
+		close(nul);
+	ibckpt_restart_err("%s: placeholder descriptors: %s", ctx->vctx.context.device->name,
+			   strerror(err));
+	return err;
+}
+
+/**
+ * ibckpt_context_reopen() - open a vendor context again behind the shadow
+ * @ctx: a released context
+ * @name: the device to open (its own, or the one a device map names)
+ *
+ * The new device files take the shadow's descriptor numbers back.
+ * Return: 0, ENODEV, or an errno.
+ */
+int ibckpt_context_reopen(struct ibckpt_context *ctx, const char *name)
+{
+	const struct verbs_device *self =
+		ibckpt_container_of(ctx->vctx.context.device, struct verbs_device, device);
+	struct ibv_device **list, *dev = NULL;
+	struct ibckpt_device *idev;
+	struct ibv_context *real;
+	int i, n, err = 0;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(list[i]->name, name) &&
+		    ibckpt_container_of(list[i], struct verbs_device, device)->ops == self->ops)
+			dev = list[i];
+	if (!dev) {
+		ibckpt_restart_err("no device %s stacked by ibckpt", name);
+		err = ENODEV;
+		goto out;
+	}
+	idev = to_idev(dev);
+	device_finish(idev);
+	real = verbs_open_device(&idev->real->device, NULL);
+	if (!real) {
+		err = errno;
+		ibckpt_restart_err("%s: provider %s could not open the device: %s", name,
+				   idev->vendor->name, strerror(err));
+		goto out;
+	}
+	if (dup3(real->cmd_fd, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0 ||
+	    (ctx->vctx.context.async_fd >= 0 && real->async_fd >= 0 &&
+	     dup3(real->async_fd, ctx->vctx.context.async_fd, O_CLOEXEC) < 0)) {
+		err = errno;
+		ibckpt_restart_err("%s: descriptors: %s", name, strerror(err));
+		ibv_close_device(real);
+		goto out;
+	}
+	if (ctx->async_hold >= 0) {
+		close(ctx->async_hold);
+		ctx->async_hold = -1;
+	}
+	ctx->real = real;
+	if (name != ctx->ident->devname)	/* may be the same string */
+		snprintf(ctx->ident->devname, sizeof(ctx->ident->devname), "%s", name);
+out:
+	if (list)
+		ibv_free_device_list(list);
+	return err;
 }
 
 const struct verbs_context_ops ibckpt_ctx_ops = {

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include "linux/ibckpt.h"
-#include "ibckpt.h"
+#include "restart.h"
 
 /*
  * Fault injection for tests (Documentation/testing.rst):
@@ -141,6 +142,10 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 	double start, last;
 	uint64_t left = 0, signaled = 0;
 
+	if (ibckpt_released) {	/* no vendor object: the gates are closed already */
+		ibckpt_quiesced = true;
+		return;
+	}
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
 		if (ibckpt_gate_close(&ctx->gate, gate_ms)) {
 			/* a thread stayed inside a verb: give up, reopen all */
@@ -199,54 +204,141 @@ static uint32_t give_snapshot(int fd, uint64_t session, uint32_t outstanding, bo
 	return (uint32_t)err;
 }
 
-static void *control_main(void *arg)
+static int register_fd(int fd)
 {
 	struct ibckpt_register reg = { .abi_version = IBCKPT_ABI_VERSION };
-	struct ibckpt_event ev;
-	int fd = (int)(intptr_t)arg;
 
 	if (ioctl(fd, IBCKPT_IOC_REGISTER, &reg)) {
 		fprintf(stderr, "ibckpt: cannot register with ibckpt.ko: %s; "
 			"freezes will not quiesce this process\n", strerror(errno));
-		close(fd);
-		return NULL;
+		return -1;
 	}
 	ibckpt_dbg("control thread registered");
-	for (;;) {
-		ssize_t r = read(fd, &ev, sizeof(ev));
+	return 0;
+}
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r != sizeof(ev)) {
-			ibckpt_dbg("control channel: %s", r < 0 ? strerror(errno) : "short read");
-			break;
-		}
-		if (ev.type == IBCKPT_EV_QUIESCE) {
-			struct ibckpt_quiesced q = { .session = ev.session };
-			bool incomplete = false;
+/* One event of the module's; false when the channel is gone. */
+static bool handle_event(int *fdp)
+{
+	struct ibckpt_event ev;
+	int fd = *fdp;
+	ssize_t r = read(fd, &ev, sizeof(ev));
 
-			pthread_mutex_lock(&ibckpt_ctx_lock);
-			quiesce(&q, &incomplete);
-			if (!q.status)
-				q.status = fault_quiesce;
-			if (!q.status)
-				q.status = give_snapshot(fd, ev.session, q.n_outstanding, incomplete);
-			pthread_mutex_unlock(&ibckpt_ctx_lock);
-			if (q.status == ESRCH || fault_no_answer)
-				continue;	/* abandoned: nobody waits for the answer */
-			if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
-				ibckpt_dbg("answer to session %llu: %s",
-					   (unsigned long long)ev.session, strerror(errno));
-		} else if (ev.type == IBCKPT_EV_THAW || ev.type == IBCKPT_EV_ABORT) {
-			pthread_mutex_lock(&ibckpt_ctx_lock);
-			gates_open();
-			ibckpt_quiesced = false;
-			pthread_mutex_unlock(&ibckpt_ctx_lock);
-			ibckpt_dbg("session %llu %s: gates open", (unsigned long long)ev.session,
-				   ev.type == IBCKPT_EV_THAW ? "thawed" : "aborted");
-		}
+	if (r < 0 && errno == EINTR)
+		return true;
+	if (r != sizeof(ev)) {
+		ibckpt_dbg("control channel: %s", r < 0 ? strerror(errno) : "short read");
+		return false;
 	}
-	close(fd);
+	if (ev.type == IBCKPT_EV_QUIESCE) {
+		struct ibckpt_quiesced q = { .session = ev.session };
+		bool incomplete = false;
+
+		pthread_mutex_lock(&ibckpt_ctx_lock);
+		quiesce(&q, &incomplete);
+		if (!q.status)
+			q.status = fault_quiesce;
+		if (!q.status && ibckpt_rctl_open())	/* named in the snapshot */
+			ibckpt_dbg("no restart channel: %s", strerror(errno));
+		if (!q.status)
+			q.status = give_snapshot(fd, ev.session, q.n_outstanding, incomplete);
+		pthread_mutex_unlock(&ibckpt_ctx_lock);
+		if (q.status == ESRCH || fault_no_answer)
+			return true;	/* abandoned: nobody waits for the answer */
+		if (ioctl(fd, IBCKPT_IOC_QUIESCED, &q))
+			ibckpt_dbg("answer to session %llu: %s", (unsigned long long)ev.session,
+				   strerror(errno));
+	} else if (ev.type == IBCKPT_EV_THAW || ev.type == IBCKPT_EV_ABORT) {
+		pthread_mutex_lock(&ibckpt_ctx_lock);
+		if (ibckpt_released) {
+			/*
+			 * Released (restart.h): the threads run again, the gates
+			 * stay closed until a reacquire's GO, and nothing of the
+			 * module's stays open for a checkpointer to trip on.
+			 */
+			pthread_mutex_unlock(&ibckpt_ctx_lock);
+			close(fd);
+			*fdp = -1;
+			ibckpt_dbg("session %llu over, released: waiting for a reacquire",
+				   (unsigned long long)ev.session);
+			return true;
+		}
+		gates_open();
+		ibckpt_quiesced = false;
+		pthread_mutex_unlock(&ibckpt_ctx_lock);
+		ibckpt_dbg("session %llu %s: gates open", (unsigned long long)ev.session,
+			   ev.type == IBCKPT_EV_THAW ? "thawed" : "aborted");
+	}
+	return true;
+}
+
+static int ctl_fd = -1;	/* the registered /dev/ibckpt; the control thread's */
+
+/**
+ * ibckpt_control_reattach() - the module's again, at the start of a reacquire
+ *
+ * A released process closed /dev/ibckpt (a checkpointer could not dump it);
+ * it registers again before re-creating anything. After a restore each of
+ * its threads has credentials of its own (the restorer sets them per
+ * thread): the module makes the identical ones one again, or the devices
+ * the control thread opens would refuse the other threads' write()-based
+ * verbs (uverbs compares the opener's credentials by identity).
+ *
+ * Context: the control thread. Return: 0 or an errno (for the message).
+ */
+int ibckpt_control_reattach(void)
+{
+	/*
+	 * A registration still open is the release's, whose thaw may not have
+	 * been read yet (and would close it): a new one, for the freezes to come.
+	 */
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	ctl_fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (ctl_fd < 0)
+		return errno;
+	if (register_fd(ctl_fd)) {
+		close(ctl_fd);
+		ctl_fd = -1;
+		return EPROTO;
+	}
+	struct ibckpt_share_creds sc = { 0 };
+
+	if (ioctl(ctl_fd, IBCKPT_IOC_SHARE_CREDS, &sc))
+		return errno;
+	if (sc.differ)	/* their write()-based verbs on the new devices will fail */
+		fprintf(stderr, "ibckpt: %u threads have credentials of their own: write()-based "
+			"verbs from them fail after this restart\n", sc.differ);
+	ibckpt_dbg("credentials: %u threads switched, %u differ, %u shared", sc.switched,
+		   sc.differ, sc.shared);
+	return 0;
+}
+
+static void *control_main(void *arg)
+{
+	ctl_fd = (int)(intptr_t)arg;
+	if (register_fd(ctl_fd)) {
+		close(ctl_fd);
+		ctl_fd = -1;
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p[2] = { { .fd = ctl_fd, .events = POLLIN },
+				       { .fd = ibckpt_rctl_wait_fd(), .events = POLLIN } };
+
+		if (ctl_fd < 0 && p[1].fd < 0)
+			break;
+		if (poll(p, 2, -1) < 0)
+			continue;	/* EINTR */
+		/* the module's events first: a thaw comes before the reacquire after it */
+		if (p[0].fd >= 0 && (p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
+		    !handle_event(&ctl_fd)) {
+			close(ctl_fd);
+			ctl_fd = -1;
+		}
+		if (p[1].revents & POLLIN)
+			ibckpt_rctl_serve();
+	}
 	return NULL;
 }
 

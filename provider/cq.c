@@ -8,7 +8,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "ibckpt.h"
+#include <string.h>
+#include "restart.h"
 
 /**
  * ibckpt_cq_create() - create a shadow CQ and the vendor's CQ behind it
@@ -89,7 +90,11 @@ struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 	struct make_cq_args a = { .cqe = cqe, .comp_vector = comp_vector };
 	struct ibckpt_cq *cq = ibckpt_cq_create(to_ictx(context), channel, make_cq, &a);
 
-	return cq ? &cq->ibv_cq : NULL;
+	if (!cq)
+		return NULL;
+	cq->init = (struct ibv_cq_init_attr_ex){ .cqe = (uint32_t)cqe, .channel = channel,
+						 .comp_vector = (uint32_t)comp_vector };
+	return &cq->ibv_cq;
 }
 
 /*
@@ -148,6 +153,8 @@ static inline void retire_polled(struct ibckpt_context *ctx, struct ibv_wc *wc, 
 	int i;
 
 	ibckpt_spin_lock(&ctx->qpn_lock);
+	if (__builtin_expect(ctx->remapped, 0))
+		ibckpt_wc_to_virtual(ctx, wc, n);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, &wc[i]);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
@@ -215,6 +222,8 @@ uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq)
 		if (n <= 0)
 			break;
 		ibckpt_spin_lock(&cq->ctx->qpn_lock);
+		if (cq->ctx->remapped)
+			ibckpt_wc_to_virtual(cq->ctx, wc, n);
 		for (i = 0; i < n; i++)
 			ibckpt_qp_retire(cq->ctx, &wc[i]);
 		ibckpt_spin_unlock(&cq->ctx->qpn_lock);
@@ -277,4 +286,64 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 out:
 	ibckpt_gate_exit(&cq->ctx->gate);
 	return ret;
+}
+
+/*
+ * Restart (restart.h). The private queue stays: what was drained is the
+ * application's, first, after the reacquire as after a thaw. What the
+ * vendor's CQ still holds when it goes are the flushes of the QPs destroyed
+ * before it: their requests stay logged, to be posted again.
+ */
+void ibckpt_cq_release(struct ibckpt_cq *cq)
+{
+	if (cq->real && ibv_destroy_cq(cq->real))
+		ibckpt_dbg("release: the vendor kept a CQ busy");
+	cq->real = NULL;
+}
+
+int ibckpt_cq_recreate(struct ibckpt_cq *cq)
+{
+	struct ibckpt_context *ctx = cq->ctx;
+	struct ibv_comp_channel *chan = NULL;
+	struct ibv_cq_init_attr_ex a = cq->init;
+
+	if (cq->chan) {
+		chan = ibckpt_channel_recreate(ctx, cq->chan);
+		if (!chan)
+			return errno;
+	}
+	if (cq->ex) {
+		struct ibv_cq_ex *x;
+
+		a.channel = chan;
+		a.cq_context = cq;
+		x = ibv_create_cq_ex(ctx->real, &a);
+		cq->real = x ? ibv_cq_ex_to_cq(x) : NULL;
+	} else {
+		cq->real = ibv_create_cq(ctx->real, (int)a.cqe, cq, chan, (int)a.comp_vector);
+	}
+	if (!cq->real) {
+		ibckpt_restart_err("CQ of %u entries: %s", a.cqe, strerror(errno));
+		return errno;
+	}
+	cq->ibv_cq.handle = cq->real->handle;
+	/* Armed and not delivered: the application still waits for its event. */
+	if (atomic_load(&cq->armed) && ibv_req_notify_cq(cq->real, 0)) {
+		ibckpt_restart_err("CQ: re-arming: %s", strerror(errno));
+		return errno;
+	}
+	return 0;
+}
+
+/* Completions name the vendor's QPs: the application knows them by their virtual QPNs. */
+void ibckpt_wc_to_virtual(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
+{
+	const struct ibckpt_vid *v;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		v = ibckpt_vidmap_find(&ctx->qpn_virt, wc[i].qp_num, 0);
+		if (v)
+			wc[i].qp_num = v->real;
+	}
 }

@@ -137,6 +137,7 @@ struct ibv_cq_ex *ibckpt_create_cq_ex(struct ibv_context *context,
 		return NULL;
 	cq->ex = true;
 	cq->wc_flags = attr->wc_flags;
+	cq->init = *attr;
 	x = &cq->cq_ex;
 	x->start_poll = cqx_start_poll;
 	x->next_poll = cqx_next_poll;

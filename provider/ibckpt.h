@@ -83,6 +83,10 @@ struct ibckpt_context {
 	struct ibckpt_obj objs;			/* all its objects, under lock */
 	uint32_t id;
 	bool gate_closed;			/* by the control thread */
+	/* Restart (restart.h): by the control thread, gates closed. */
+	struct ibckpt_vidmap qpn_virt;		/* real QPN -> virtual, once remapped */
+	struct ibckpt_ctx_ident *ident;		/* what peers know it by; NULL before a release */
+	int async_hold;				/* released: write end behind async_fd */
 	struct ibckpt_stats stats;
 	struct verbs_context vctx;		/* libibverbs' view; must be last */
 };
@@ -120,6 +124,7 @@ struct ibckpt_ah {
 	struct ibv_ah *real;
 	struct ibckpt_obj obj;
 	struct ibv_ah_attr attr;		/* as created: for snapshots */
+	uint64_t peer_vdev;			/* restart: its destination's device */
 };
 
 /*
@@ -142,6 +147,7 @@ struct ibckpt_cq {
 		struct ibv_cq_ex cq_ex;		/* ibv_create_cq_ex() shadows */
 	};
 	struct ibckpt_cq *next;			/* in ctx->cqs, under ctx->lock */
+	struct ibv_cq_init_attr_ex init;	/* as created (restart); channel: the app's */
 	struct ibv_cq *real;
 	struct ibckpt_context *ctx;
 	struct ibckpt_obj obj;
@@ -183,9 +189,18 @@ struct ibckpt_srq {
 	uint32_t srq_num;			/* XRC: the vendor's, what senders name */
 	uint32_t xsrq_gen;			/* XRC: entry in ctx->xsrqs */
 	uint32_t srq_limit;			/* last armed */
+	struct ibv_srq_init_attr_ex init;	/* as created (restart) */
 	struct ibckpt_spinlock lock;		/* rq log */
 	struct ibckpt_wrlog rq;
 	atomic_uint async_seen;			/* async events read (async_event op) */
+};
+
+/* What a QP was when released, for its re-creation (restart.h). */
+struct ibckpt_qp_rel {
+	enum ibv_qp_state state;
+	uint32_t sq_psn, rq_psn;
+	uint64_t peer_vdev;			/* device of its RC/UC destination */
+	uint32_t qpn_virt_gen;			/* entry in ctx->qpn_virt */
 };
 
 /* The QP attributes given so far, merged: what a restart replays. */
@@ -231,6 +246,8 @@ struct ibckpt_qp {
 	struct ibckpt_spinlock rq_lock;		/* rq log */
 	struct ibckpt_wrlog sq, rq;
 	struct ibckpt_qp_history hist;
+	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */
+	struct ibckpt_qp_rel rel;		/* restart: the state at the release */
 	uint32_t qpn_gen;
 	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
 	atomic_uint async_seen;			/* async events read (async_event op) */
@@ -327,6 +344,13 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real);
 void ibckpt_context_fini(struct ibckpt_context *ctx);
 extern const struct verbs_context_ops ibckpt_ctx_ops;
+extern const struct verbs_context_ops ibckpt_gated_ops;	/* gated.c */
+int ibckpt_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr);
+int ibckpt_query_device_ex(struct ibv_context *context,
+			   const struct ibv_query_device_ex_input *input,
+			   struct ibv_device_attr_ex *attr, size_t attr_size);
+/* Held by alloc_context(); closed from a release to its reacquire (restart.h). */
+extern struct ibckpt_gate ibckpt_open_gate;
 /* A destroy waits until the events the application obtained are acknowledged. */
 void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint32_t *acked,
 		       uint32_t obtained);

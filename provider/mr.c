@@ -6,7 +6,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "ibckpt.h"
+#include <string.h>
+#include "restart.h"
 
 struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			     int access)
@@ -69,4 +70,39 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr)
 		return ret;
 	free(mr);
 	return 0;
+}
+
+/* Restart (restart.h): unpinned at release; at the same address after. */
+void ibckpt_mr_release(struct ibckpt_mr *mr)
+{
+	if (mr->real && ibv_dereg_mr(mr->real))
+		ibckpt_dbg("release: the vendor kept an MR busy");
+	mr->real = NULL;
+}
+
+/*
+ * The same range, I/O address and access, in the same PD: the application
+ * and its peers keep the keys they know, which now stand for the new ones.
+ */
+int ibckpt_mr_recreate(struct ibckpt_mr *mr)
+{
+	struct ibv_mr *m = &mr->vmr.ibv_mr;
+	struct ibckpt_context *ctx = to_ictx(m->context);
+	int err;
+
+	mr->real = ibv_reg_mr_iova2(to_ipd(m->pd)->real, m->addr, m->length, mr->iova,
+				    (unsigned int)mr->vmr.access);
+	if (!mr->real) {
+		err = errno;
+		ibckpt_restart_err("MR at %p (%zu bytes): %s", m->addr, m->length,
+				   strerror(err));
+		return err;
+	}
+	ibckpt_spin_lock(&ctx->key_lock);
+	ibckpt_vidmap_set_real(&ctx->lkeys, m->lkey, mr->real->lkey);
+	ibckpt_vidmap_set_real(&ctx->rkeys, m->rkey, mr->real->rkey);
+	ibckpt_spin_unlock(&ctx->key_lock);
+	m->handle = mr->real->handle;
+	return ibckpt_ident_add(IBCKPT_ID_RKEY, ctx->ident->vdev, m->rkey, mr->real->rkey,
+				NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /* Protection domains. */
 #include <errno.h>
 #include <stdlib.h>
-#include "ibckpt.h"
+#include <string.h>
+#include "restart.h"
 
 struct ibv_pd *ibckpt_alloc_pd(struct ibv_context *context)
 {
@@ -38,5 +39,23 @@ int ibckpt_dealloc_pd(struct ibv_pd *ibpd)
 	if (ret)
 		return ret;
 	free(pd);
+	return 0;
+}
+
+/* Restart (restart.h): the vendor's PD goes, and comes back on the new context. */
+void ibckpt_pd_release(struct ibckpt_pd *pd)
+{
+	if (pd->real && ibv_dealloc_pd(pd->real))
+		ibckpt_dbg("release: the vendor kept a PD busy");
+	pd->real = NULL;
+}
+
+int ibckpt_pd_recreate(struct ibckpt_pd *pd)
+{
+	pd->real = ibv_alloc_pd(to_ictx(pd->ibv_pd.context)->real);
+	if (!pd->real) {
+		ibckpt_restart_err("PD: %s", strerror(errno));
+		return errno;
+	}
 	return 0;
 }

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ibckpt.h"
+#include "restart.h"
 
 static void qp_history_add(struct ibckpt_qp_history *h, const struct ibv_qp_attr *a, int mask)
 {
@@ -122,6 +122,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		return NULL;
 	}
 	attr->cap = ra.cap;	/* what the vendor granted */
+	qp->init = *attr;
 	qp->ctx = ctx;
 	qp->srq = attr->srq ? to_isrq(attr->srq) : NULL;
 	/* An XRC target QP has no queue of its own; an XRC sender no receive queue. */
@@ -232,9 +233,11 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	struct ibckpt_context *ctx = qp->ctx;
+	uint32_t rqpn;
 	int ret;
 
 	ibckpt_gate_enter(&ctx->gate);
+	rqpn = qp->real->qp_num;
 	ret = ibv_destroy_qp(qp->real);
 	if (ret) {
 		ibckpt_gate_exit(&ctx->gate);
@@ -243,6 +246,8 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
 	if (qp->qpn_gen)
 		ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
+	if (qp->rel.qpn_virt_gen)	/* restarted: its real QPN may be handed out again */
+		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	if (ctx->last_qp == qp)
 		ctx->last_qp = NULL;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
@@ -269,6 +274,20 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		ibckpt_ah_attr_to_real(&qp->ctx->addrs, &ra.ah_attr);
 		ibckpt_ah_attr_to_real(&qp->ctx->addrs, &ra.alt_ah_attr);
 		va = &ra;
+	}
+	/* Restarted: the peer named is the one its application knows (restart.h). */
+	if (qp->ctx->remapped && (mask & IBV_QP_DEST_QPN)) {
+		const struct ibv_ah_attr *av = mask & IBV_QP_AV ? &attr->ah_attr :
+					       &qp->hist.attr.ah_attr;
+		uint32_t r;
+
+		if (va != &ra) {
+			ra = *attr;
+			va = &ra;
+		}
+		qp->rel.peer_vdev = ibckpt_remap_dev_of(av);
+		if (ibckpt_remap_find(IBCKPT_ID_QPN, qp->rel.peer_vdev, attr->dest_qp_num, &r))
+			ra.dest_qp_num = r;
 	}
 	/* Inside the gate: a snapshot reads the QP's state and history while closed. */
 	ibckpt_gate_enter(&qp->ctx->gate);
@@ -301,6 +320,9 @@ int ibckpt_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		/* The vendor answered with its own objects and addresses: show ours. */
 		ibckpt_ah_attr_to_virtual(&to_iqp(ibqp)->ctx->addrs, &attr->ah_attr);
 		ibckpt_ah_attr_to_virtual(&to_iqp(ibqp)->ctx->addrs, &attr->alt_ah_attr);
+		/* the peer's QPN the application named, not its new one */
+		if (to_iqp(ibqp)->ctx->remapped)
+			attr->dest_qp_num = to_iqp(ibqp)->hist.attr.dest_qp_num;
 		init->qp_context = ibqp->qp_context;
 		init->send_cq = ibqp->send_cq;
 		init->recv_cq = ibqp->recv_cq;
@@ -326,6 +348,9 @@ int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t 
  * 'logged' newest requests; nothing is allocated. The binds the vendor took
  * (before 'rbad') are now the windows'.
  */
+static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad);
+
 static void shadows_to_real(struct ibv_send_wr *wr, bool ud)
 {
 	for (; wr; wr = wr->next) {
@@ -425,8 +450,10 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->sq_lock);
 	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
-	if (__builtin_expect(!wr || wr->next || ibqp->qp_type >= IBV_QPT_UD ||
-			     wr->opcode == IBV_WR_BIND_MW, 0)) {
+	if (__builtin_expect(ctx->remapped, 0)) {
+		ret = post_send_xlate(qp, wr, bad);
+	} else if (__builtin_expect(!wr || wr->next || ibqp->qp_type >= IBV_QPT_UD ||
+				    wr->opcode == IBV_WR_BIND_MW, 0)) {
 		ret = post_send_list(qp, wr, bad);
 	} else {
 		/* One request naming no shadow: most posts. */
@@ -537,7 +564,13 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 		return ibv_post_recv(qp->real, wr, bad);
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->rq_lock);
-	ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
+	if (__builtin_expect(ctx->remapped, 0)) {
+		struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
+
+		ret = ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+	} else {
+		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
+	}
 	ibckpt_spin_unlock(&qp->rq_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.post_recv, 1, memory_order_relaxed);
@@ -590,4 +623,385 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc)
 	} else if (qp->rq_logged) {
 		ibckpt_wrlog_done(&qp->rq);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Restart (restart.h)                                                 */
+/* ------------------------------------------------------------------ */
+
+/* SGEs name virtual lkeys; one without an entry is a key made since (its own). */
+void ibckpt_sge_to_real(struct ibckpt_context *ctx, struct ibv_sge *dst,
+			const struct ibv_sge *src, int n)
+{
+	uint32_t r;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		dst[i] = src[i];
+		r = ibckpt_key_real(ctx, &ctx->lkeys, src[i].lkey, 0);
+		if (r)
+			dst[i].lkey = r;
+	}
+}
+
+/**
+ * ibckpt_post_recv_xlate() - post receives to a remapped context's queue
+ * @target: struct ibckpt_recv_target
+ * @wr: the list, logged already; the application's, left as it is
+ * @bad: set to the first request not posted
+ *
+ * One request at a time, each a translated copy. Return: 0 or the vendor's error.
+ */
+int ibckpt_post_recv_xlate(void *target, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibckpt_recv_target *t = target;
+	struct ibv_recv_wr *w, *rbad;
+	int ret;
+
+	for (w = wr; w; w = w->next) {
+		struct ibv_sge s[w->num_sge > 0 ? w->num_sge : 1];
+		struct ibv_recv_wr c = { .wr_id = w->wr_id, .sg_list = s, .num_sge = w->num_sge };
+
+		ibckpt_sge_to_real(t->ctx, s, w->sg_list, w->num_sge);
+		ret = t->srq ? ibv_post_srq_recv(t->real, &c, &rbad) : ibv_post_recv(t->real, &c, &rbad);
+		if (ret) {
+			*bad = w;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static bool wr_has_rkey(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	       op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * One send request, as the application names things (shadow AH, virtual
+ * keys and QPNs), posted as a translated copy: lkeys to this context's new
+ * ones, the remote key and UD destination QPN to the peer device's.
+ */
+static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
+{
+	struct ibv_sge s[src->num_sge > 0 ? src->num_sge : 1];
+	struct ibv_send_wr c = *src, *rbad;
+	uint32_t r;
+
+	c.next = NULL;
+	c.sg_list = s;
+	ibckpt_sge_to_real(qp->ctx, s, src->sg_list, src->num_sge);
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		struct ibckpt_ah *ah = to_iah(src->wr.ud.ah);
+
+		c.wr.ud.ah = ah->real;
+		if (ibckpt_remap_find(IBCKPT_ID_QPN, ah->peer_vdev, src->wr.ud.remote_qpn, &r))
+			c.wr.ud.remote_qpn = r;
+	} else if (wr_has_rkey(src->opcode)) {
+		bool atomic = src->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			      src->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		uint32_t *rkey = atomic ? &c.wr.atomic.rkey : &c.wr.rdma.rkey;
+
+		if (ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, *rkey, &r))
+			*rkey = r;
+	}
+	return ibv_post_send(qp->real, &c, &rbad);
+}
+
+/* The send path of a remapped context: logged, then posted one by one, translated. */
+static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibv_send_wr *w;
+	int ret;
+
+	for (w = wr; w; w = w->next) {
+		if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_TSO) {
+			*bad = w;	/* not kept across a restart (restart.rst) */
+			return EOPNOTSUPP;
+		}
+		ret = ibckpt_wrlog_send_fast(&qp->sq, w);
+		if (!ret) {
+			ret = post_one_xlate(qp, w);
+			if (ret)
+				ibckpt_wrlog_unpost(&qp->sq, 1);
+		}
+		if (ret) {
+			*bad = w;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/**
+ * ibckpt_qp_release_check() - can the QP be released without losing a request?
+ * @qp: the QP, quiesced
+ * @flags: IBCKPT_RREL_*
+ *
+ * A signaled send not completed after the drain would have to be guessed
+ * about. Unsignaled sends after the last signaled one complete without a
+ * trace: they executed if the peer's expected PSN has passed them, which
+ * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED).
+ * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI).
+ */
+int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
+{
+	enum ibv_qp_type t = qp->vqp.qp.qp_type;
+	uint32_t live, sig;
+
+	if (qp->opened || qp->xrcd || qp->qpx ||
+	    (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_UD)) {
+		ibckpt_restart_err("QP %u: type %d%s cannot be released yet", qp->vqp.qp.qp_num, t,
+				   qp->qpx ? " with the ibv_wr_* API" : "");
+		return EOPNOTSUPP;
+	}
+	ibckpt_spin_lock(&qp->sq_lock);
+	live = ibckpt_wrlog_live(&qp->sq);
+	sig = ibckpt_wrlog_signaled(&qp->sq);
+	ibckpt_spin_unlock(&qp->sq_lock);
+	if (sig) {
+		ibckpt_restart_err("QP %u: %u signaled sends have not completed", qp->vqp.qp.qp_num,
+				   sig);
+		return EBUSY;
+	}
+	if (live && t != IBV_QPT_UD && !(flags & IBCKPT_RREL_PEERS_CHECKED)) {
+		ibckpt_restart_err("QP %u: %u unsignaled sends may not have executed (peers not "
+				   "checked)", qp->vqp.qp.qp_num, live);
+		return EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Keeps what the re-creation needs: the state and PSNs now (ibv_query_qp),
+ * then destroys the vendor's QP. Its trailing unsignaled sends executed
+ * (ibckpt_qp_release_check()) or, on UD, went out: they are forgotten.
+ */
+void ibckpt_qp_release(struct ibckpt_qp *qp)
+{
+	struct ibckpt_context *ctx = qp->ctx;
+	uint32_t rqpn = qp->real->qp_num;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (!ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &init)) {
+		qp->rel.state = a.qp_state;
+		qp->rel.sq_psn = a.sq_psn;
+		qp->rel.rq_psn = a.rq_psn;
+	} else {
+		qp->rel.state = qp->hist.attr.qp_state;
+		qp->rel.sq_psn = qp->hist.attr.sq_psn;
+		qp->rel.rq_psn = qp->hist.attr.rq_psn;
+	}
+	ibckpt_spin_lock(&qp->sq_lock);
+	ibckpt_wrlog_reset(&qp->sq);
+	ibckpt_spin_unlock(&qp->sq_lock);
+	if (ibv_destroy_qp(qp->real))
+		ibckpt_dbg("release: the vendor kept QP %u busy", qp->vqp.qp.qp_num);
+	qp->real = NULL;
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	if (qp->rel.qpn_virt_gen)
+		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
+	qp->rel.qpn_virt_gen = 0;
+	ctx->last_qp = NULL;
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+}
+
+/* RESET -> INIT, as the application did it (its merged history). */
+static int qp_to_init(struct ibckpt_qp *qp)
+{
+	const struct ibv_qp_attr *h = &qp->hist.attr;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = h->pkey_index,
+				 .port_num = h->port_num, .qp_access_flags = h->qp_access_flags,
+				 .qkey = h->qkey };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	mask |= qp->vqp.qp.qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS;
+	return ibv_modify_qp(qp->real, &a, mask);
+}
+
+/**
+ * ibckpt_qp_recreate() - the QP again, at INIT with its receives posted
+ * @qp: a released QP; its PD, CQs and SRQ are re-created
+ *
+ * The same attributes; the device must grant at least the capacities it
+ * granted before. The new QPN is published for the peers.
+ * Return: 0 or an errno.
+ */
+int ibckpt_qp_recreate(struct ibckpt_qp *qp)
+{
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibv_qp_init_attr_ex a = qp->init;
+	struct ibv_qp *q = &qp->vqp.qp;
+	int err;
+
+	a.qp_context = qp;
+	a.pd = to_ipd(q->pd)->real;
+	a.send_cq = real_cq(q->send_cq);
+	a.recv_cq = real_cq(q->recv_cq);
+	a.srq = q->srq ? to_isrq(q->srq)->real : NULL;
+	qp->real = ibv_create_qp_ex(ctx->real, &a);
+	if (!qp->real) {
+		ibckpt_restart_err("QP %u: %s", q->qp_num, strerror(errno));
+		return errno;
+	}
+	if (a.cap.max_send_wr < qp->init.cap.max_send_wr ||
+	    a.cap.max_recv_wr < qp->init.cap.max_recv_wr ||
+	    a.cap.max_send_sge < qp->init.cap.max_send_sge ||
+	    a.cap.max_recv_sge < qp->init.cap.max_recv_sge ||
+	    a.cap.max_inline_data < qp->init.cap.max_inline_data) {
+		ibckpt_restart_err("QP %u: the device grants less than before (send %u/%u, "
+				   "recv %u/%u, inline %u/%u)", q->qp_num, a.cap.max_send_wr,
+				   qp->init.cap.max_send_wr, a.cap.max_recv_wr,
+				   qp->init.cap.max_recv_wr, a.cap.max_inline_data,
+				   qp->init.cap.max_inline_data);
+		return EINVAL;
+	}
+	q->handle = qp->real->handle;
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	err = ibckpt_vidmap_insert(&ctx->qpn_virt, qp->real->qp_num, q->qp_num, qp,
+				   &qp->rel.qpn_virt_gen);
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+	if (!err)
+		err = ibckpt_ident_add(IBCKPT_ID_QPN, ctx->ident->vdev, q->qp_num,
+				       qp->real->qp_num, NULL, NULL);
+	if (err)
+		return err;
+	if (qp->rel.state == IBV_QPS_RESET)
+		return 0;
+	err = qp_to_init(qp);
+	if (err) {
+		ibckpt_restart_err("QP %u: to INIT: %s", q->qp_num, strerror(err));
+		return err;
+	}
+	if (qp->rq_logged) {
+		struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
+
+		return ibckpt_repost_recvs(&qp->rq, &t);
+	}
+	return 0;
+}
+
+static bool qp_state_reached(const struct ibckpt_qp *qp, enum ibv_qp_state s)
+{
+	enum ibv_qp_state r = qp->rel.state;
+
+	/* SQD and SQE are RTS with a send queue stopped: RTS again. */
+	if (r == IBV_QPS_SQD || r == IBV_QPS_SQE)
+		r = IBV_QPS_RTS;
+	return r != IBV_QPS_ERR && r != IBV_QPS_UNKNOWN && r >= s;
+}
+
+/**
+ * ibckpt_qp_to_rtr() - INIT -> RTR with the peer's new QPN and address
+ * @qp: a re-created QP; the job's identities are installed
+ *
+ * Return: 0, ENOENT if its peer is not in the job, or the vendor's error.
+ */
+int ibckpt_qp_to_rtr(struct ibckpt_qp *qp)
+{
+	const struct ibv_qp_attr *h = &qp->hist.attr;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	int mask = IBV_QP_STATE, ret;
+
+	if (!qp_state_reached(qp, IBV_QPS_RTR))
+		return 0;
+	if (qp->vqp.qp.qp_type != IBV_QPT_UD) {
+		qp->rel.peer_vdev = ibckpt_remap_dev_of(&h->ah_attr);
+		if (!qp->rel.peer_vdev ||
+		    !ibckpt_remap_find(IBCKPT_ID_QPN, qp->rel.peer_vdev, h->dest_qp_num,
+				       &a.dest_qp_num)) {
+			ibckpt_restart_err("QP %u: its peer QP %u is not in the job",
+					   qp->vqp.qp.qp_num, h->dest_qp_num);
+			return ENOENT;
+		}
+		a.ah_attr = h->ah_attr;
+		ibckpt_ah_attr_to_real(&qp->ctx->addrs, &a.ah_attr);
+		a.path_mtu = h->path_mtu;
+		a.rq_psn = qp->rel.rq_psn;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (qp->vqp.qp.qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = h->max_dest_rd_atomic;
+			a.min_rnr_timer = h->min_rnr_timer;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	ret = ibv_modify_qp(qp->real, &a, mask);
+	if (ret)
+		ibckpt_restart_err("QP %u: to RTR: %s", qp->vqp.qp.qp_num, strerror(ret));
+	return ret;
+}
+
+/* A logged send request, as the application posted it. */
+static void wr_from_log(const struct ibckpt_wr *e, const struct ibv_sge *sge,
+			const uint8_t *inl, struct ibv_send_wr *w, struct ibv_sge *inl_sge)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = e->wr_id;
+	w->opcode = (enum ibv_wr_opcode)e->opcode;
+	w->send_flags = e->send_flags;
+	w->imm_data = e->imm_data;
+	w->wr = e->wr;
+	if (e->inline_len) {	/* its bytes, copied at post time */
+		*inl_sge = (struct ibv_sge){ .addr = (uintptr_t)inl, .length = e->inline_len };
+		w->sg_list = inl_sge;
+		w->num_sge = 1;
+		w->send_flags |= IBV_SEND_INLINE;
+	} else {
+		w->sg_list = (struct ibv_sge *)sge;
+		w->num_sge = e->num_sge;
+	}
+}
+
+/**
+ * ibckpt_qp_to_rts() - RTR -> RTS, then the sends still logged, again
+ * @qp: a QP at RTR; every QP of the job is
+ *
+ * Return: 0 or an errno.
+ */
+int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
+{
+	const struct ibv_qp_attr *h = &qp->hist.attr;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = qp->rel.sq_psn };
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN, ret = 0;
+	const struct ibckpt_wr *e;
+	const struct ibv_sge *sge;
+	const uint8_t *inl;
+	uint32_t i;
+
+	if (qp->rel.state == IBV_QPS_ERR) {
+		a.qp_state = IBV_QPS_ERR;
+		return ibv_modify_qp(qp->real, &a, IBV_QP_STATE);
+	}
+	if (!qp_state_reached(qp, IBV_QPS_RTS))
+		return 0;
+	if (qp->vqp.qp.qp_type == IBV_QPT_RC) {
+		a.timeout = h->timeout;
+		a.retry_cnt = h->retry_cnt;
+		a.rnr_retry = h->rnr_retry;
+		a.max_rd_atomic = h->max_rd_atomic;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	ret = ibv_modify_qp(qp->real, &a, mask);
+	if (ret) {
+		ibckpt_restart_err("QP %u: to RTS: %s", qp->vqp.qp.qp_num, strerror(ret));
+		return ret;
+	}
+	ibckpt_spin_lock(&qp->sq_lock);
+	ibckpt_wrlog_settle(&qp->sq);
+	for (i = 0; !ret && (e = ibckpt_wrlog_at(&qp->sq, i, &sge, &inl)) != NULL; i++) {
+		struct ibv_send_wr w;
+		struct ibv_sge one;
+
+		wr_from_log(e, sge, inl, &w, &one);
+		ret = post_one_xlate(qp, &w);
+	}
+	ibckpt_spin_unlock(&qp->sq_lock);
+	if (ret)
+		ibckpt_restart_err("QP %u: posting a logged send again: %s", qp->vqp.qp.qp_num,
+				   strerror(ret));
+	return ret;
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ibckpt.h"
+#include "restart.h"
 #include "snapshot_writer.h"
 
 #define QP_ATTR_ALL (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | \
@@ -58,8 +58,15 @@ static void add_device(struct snap_writer *w, struct ibckpt_context *ctx)
 	if (!d)
 		return;
 	d->handle = ctx->id;
-	snprintf(d->name, sizeof(d->name), "%s", ctx->vctx.context.device->name);
+	/* the device it is open on (another after a restart with a device map) */
+	snprintf(d->name, sizeof(d->name), "%s",
+		 ctx->ident ? ctx->ident->devname : ctx->vctx.context.device->name);
 	d->node_guid = ibv_get_device_guid(ctx->vctx.context.device);
+	if (ctx->ident) {	/* restarted: what its peers know it by */
+		d->port_lid = ctx->ident->vlid;
+		memcpy(d->gid, ctx->ident->vgid[0].raw, sizeof(d->gid));
+		return;
+	}
 	if (!ibv_query_port(ctx->real, 1, &pa))
 		d->port_lid = pa.lid;
 	if (!ibv_query_gid(ctx->real, 1, 0, &gid))
@@ -215,16 +222,10 @@ static void add_wrs(struct snap_writer *w, const struct live_set *ls,
  * The real QPN behind the QP's virtual one, through the context's table
  * (XRC targets are not in it: their own).
  */
+/* The vendor's QPN: the virtual one until a restart, another after. */
 static uint32_t qpn_real(struct ibckpt_qp *qp)
 {
-	uint32_t real;
-
-	if (!qp->qpn_gen)
-		return qp->real->qp_num;
-	ibckpt_spin_lock(&qp->ctx->qpn_lock);
-	real = ibckpt_vidmap_real(&qp->ctx->qpns, qp->vqp.qp.qp_num, qp->qpn_gen);
-	ibckpt_spin_unlock(&qp->ctx->qpn_lock);
-	return real;
+	return qp->real->qp_num;
 }
 
 static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibckpt_qp *qp)
@@ -255,6 +256,7 @@ static void add_qp(struct snap_writer *w, const struct live_set *ls, struct ibck
 		ibckpt_ah_attr_to_virtual(&qp->ctx->addrs, &a.ah_attr);
 		r->state = a.qp_state;
 		r->dest_qpn = a.dest_qp_num;
+		r->vdest_qpn = qp->ctx->remapped ? qp->hist.attr.dest_qp_num : a.dest_qp_num;
 		r->sq_psn = a.sq_psn;
 		r->rq_psn = a.rq_psn;
 		r->qkey = a.qkey;
@@ -438,6 +440,22 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 	}
 }
 
+/* The restart channel (rctl.c), if the process has one. */
+static void add_control(struct snap_writer *w)
+{
+	struct ibckpt_snap_control *r;
+	int cmd, reply;
+
+	if (ibckpt_rctl_fds(&cmd, &reply))
+		return;
+	r = snapw_add(w, IBCKPT_SNAP_CONTROL, sizeof(*r));
+	if (r) {
+		r->cmd_fd = (uint32_t)cmd;
+		r->reply_fd = (uint32_t)reply;
+		r->released = ibckpt_released;
+	}
+}
+
 /**
  * ibckpt_snapshot_build() - snapshot every context of the process
  * @session: the freeze session
@@ -460,7 +478,8 @@ int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplet
 
 	if (snapw_init(&w, (uint32_t)getpid(), session))
 		return ENOMEM;
-	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+	/* Released (restart.h): nothing of the vendor's to describe. */
+	for (ctx = ibckpt_released ? NULL : ibckpt_ctxs; ctx; ctx = ctx->next) {
 		struct live_set ls;
 
 		add_device(&w, ctx);
@@ -475,6 +494,7 @@ int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplet
 		pthread_mutex_unlock(&ctx->lock);
 		free(ls.v);
 	}
+	add_control(&w);
 	h = snapw_hdr(&w);
 	if (h) {
 		h->pinned_bytes = pinned_bytes();

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ibckpt.h"
+#include "restart.h"
 
 #define SRQ_COMP_MASK (IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | \
 		       IBV_SRQ_INIT_ATTR_CQ)
@@ -56,6 +56,7 @@ static struct ibv_srq *srq_create(struct ibckpt_context *ctx, struct ibv_srq_ini
 		return NULL;
 	}
 	attr->attr = ra.attr;	/* what the vendor granted */
+	srq->init = *attr;
 	srq->ctx = ctx;
 	srq->type = type;
 	if (type == IBV_SRQT_XRC) {
@@ -209,7 +210,11 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&srq->lock);
-	if (srq->type == IBV_SRQT_XRC)
+	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
+		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };
+
+		ret = ibckpt_wrlog_post_recv_list(&srq->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+	} else if (srq->type == IBV_SRQT_XRC)
 		ret = ibckpt_wrlog_post_recv_list(&srq->rq, srq, vendor_post_xsrq_recv, wr, bad);
 	else
 		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
@@ -244,4 +249,65 @@ void ibckpt_xsrq_retire(struct ibckpt_context *ctx, struct ibv_wc *wc)
 	if (ibckpt_wrlog_complete_at(&srq->rq, (uint32_t)wc->wr_id, &wr_id))
 		wc->wr_id = wr_id;
 	ibckpt_spin_unlock(&srq->lock);
+}
+
+/* Restart (restart.h): its logged receives are posted again after the re-creation. */
+void ibckpt_srq_release(struct ibckpt_srq *srq)
+{
+	if (srq->real && ibv_destroy_srq(srq->real))
+		ibckpt_dbg("release: the vendor kept an SRQ busy");
+	srq->real = NULL;
+}
+
+/**
+ * ibckpt_repost_recvs() - post a receive log's live requests again
+ * @log: the log; its requests stay logged as they are
+ * @t: the re-created queue
+ *
+ * Return: 0 or the vendor's error.
+ */
+int ibckpt_repost_recvs(struct ibckpt_wrlog *log, struct ibckpt_recv_target *t)
+{
+	const struct ibv_sge *sge;
+	const struct ibckpt_wr *e;
+	struct ibv_recv_wr *bad;
+	uint32_t i;
+	int ret;
+
+	ibckpt_wrlog_settle(log);
+	for (i = 0; (e = ibckpt_wrlog_at(log, i, &sge, NULL)) != NULL; i++) {
+		struct ibv_recv_wr w = { .wr_id = e->wr_id, .sg_list = (struct ibv_sge *)sge,
+					 .num_sge = e->num_sge };
+
+		if (e->retired)
+			continue;
+		ret = ibckpt_post_recv_xlate(t, &w, &bad);
+		if (ret) {
+			ibckpt_restart_err("posting a logged receive again: %s", strerror(ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int ibckpt_srq_recreate(struct ibckpt_srq *srq)
+{
+	struct ibv_srq_init_attr_ex a = srq->init;
+	struct ibv_srq_attr lim = { .srq_limit = srq->srq_limit };
+
+	a.srq_context = srq;
+	a.pd = to_ipd(srq->init.pd)->real;
+	srq->real = ibv_create_srq_ex(srq->ctx->real, &a);
+	if (!srq->real) {
+		ibckpt_restart_err("SRQ of %u entries: %s", a.attr.max_wr, strerror(errno));
+		return errno;
+	}
+	srq->ibv_srq.handle = srq->real->handle;
+	if (srq->srq_limit && ibv_modify_srq(srq->real, &lim, IBV_SRQ_LIMIT)) {
+		ibckpt_restart_err("SRQ: re-arming its limit: %s", strerror(errno));
+		return errno;
+	}
+	struct ibckpt_recv_target t = { .ctx = srq->ctx, .real = srq->real, .srq = true };
+
+	return ibckpt_repost_recvs(&srq->rq, &t);
 }

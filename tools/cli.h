@@ -73,6 +73,37 @@ int cmd_status(int argc, char **argv);
 int cmd_freeze(int argc, char **argv);
 int cmd_thaw(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_release(int argc, char **argv);
+int cmd_reacquire(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
+
+/* dump.c: the snapshots a frozen job's providers gave, validated */
+struct cli_snap {
+	unsigned int tgid;
+	unsigned char *data;
+	uint32_t total;
+	uint32_t have;
+};
+
+struct kv_list;
+
+struct cli_snaps {
+	struct cli_snap *v;
+	unsigned int n;
+	int bad;		/* pieces out of order: a process changed mid-dump */
+	struct kv_list *kv;	/* the kernel's view too, if asked (kview.h) */
+};
+
+int cli_get_snapshots(struct cli_job *job, struct cli_snaps *l, const char *what);
+/*
+ * The same, with the kernel's own view into @kv (IBCKPT_SNAPSHOT_F_KVIEW;
+ * kv_free() it): then a job none of whose processes gave a snapshot is not
+ * an error, its processes are in @kv.
+ */
+int cli_get_snapshots_kv(struct cli_job *job, struct cli_snaps *l, struct kv_list *kv,
+			 const char *what);
+void cli_snaps_free(struct cli_snaps *l);
 
 /* session.c: what the module says about freeze sessions */
 struct cli_session {
@@ -84,6 +115,10 @@ struct cli_session {
 	/* the providers' part: asked, answered, drained, outstanding, failure */
 	unsigned int providers, quiesced, outstanding, quiesce_err, quiesce_pid;
 	uint64_t drained;
+	/* the module refused that provider's snapshot: why, and the QP if any */
+	char quiesce_msg[128];
+	unsigned int quiesce_qpn;
+	int quiesce_has_qpn;
 };
 
 struct cli_sessions {

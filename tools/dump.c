@@ -3,7 +3,9 @@
  * ibckpt dump JOB [-o FILE]: the snapshots the providers of a frozen job
  * gave the module for its freeze, printed (text, or JSON with -j) or written
  * as they are, one after the other, to FILE. Each is validated first: the
- * bytes come from the frozen processes.
+ * bytes come from the frozen processes. Printed, each comes with the
+ * kernel's own view of the process (kview.c), and the processes of the job
+ * without a snapshot are listed too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,28 +16,20 @@
 #include <string.h>
 #include "cli.h"
 #include "json.h"
+#include "kview.h"
 #include "nl.h"
+#include "rdma_res.h"
 #include "snapshot.h"
-
-struct snap_buf {
-	unsigned int tgid;
-	unsigned char *data;
-	uint32_t total;
-	uint32_t have;
-};
-
-struct snaps {
-	struct snap_buf *v;
-	unsigned int n;
-	int bad;		/* pieces out of order: a process changed mid-dump */
-};
 
 static int on_piece(struct nlattr **a, void *arg)
 {
-	struct snaps *l = arg;
-	struct snap_buf *s;
+	struct cli_snaps *l = arg;
+	struct cli_snap *s;
 	uint32_t tgid, total, off, len;
+	int kv = l->kv ? kv_take(a, l->kv) : 0;
 
+	if (kv)
+		return kv < 0 ? kv : 0;
 	if (!a[IBCKPT_A_SNAP_TGID] || !a[IBCKPT_A_SNAP_TOTAL] || !a[IBCKPT_A_SNAP_OFFSET] ||
 	    !a[IBCKPT_A_SNAP_DATA])
 		return -EBADMSG;
@@ -72,13 +66,96 @@ static int on_piece(struct nlattr **a, void *arg)
 	return 0;
 }
 
-static void snaps_free(struct snaps *l)
+void cli_snaps_free(struct cli_snaps *l)
 {
 	unsigned int i;
 
 	for (i = 0; i < l->n; i++)
 		free(l->v[i].data);
 	free(l->v);
+}
+
+/**
+ * cli_get_snapshots() - the validated snapshots of a frozen job
+ * @job: the job, or --id
+ * @l: filled; cli_snaps_free() it
+ * @what: what failed, for the messages
+ *
+ * Return: 0, or 1 when it could not (said on stderr).
+ */
+int cli_get_snapshots(struct cli_job *job, struct cli_snaps *l, const char *what)
+{
+	return cli_get_snapshots_kv(job, l, NULL, what);
+}
+
+int cli_get_snapshots_kv(struct cli_job *job, struct cli_snaps *l, struct kv_list *kv,
+			 const char *what)
+{
+	char ext[256] = "", err_s[256];
+	struct nl_msg *m;
+	struct ibnl n;
+	unsigned int i;
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	l->kv = kv;
+	if (ibnl_open(&n, 0))
+		return 1;
+	m = ibnl_msg(&n, IBCKPT_CMD_SNAPSHOT_GET, NLM_F_DUMP);
+	if (m && kv && nla_put_u32(m, IBCKPT_A_FLAGS, IBCKPT_SNAPSHOT_F_KVIEW)) {
+		nlmsg_free(m);
+		m = NULL;	/* ibnl_call() reports it */
+	}
+	err = cli_job_put(m, job);
+	if (err) {
+		nlmsg_free(m);
+		ibnl_close(&n);
+		cli_job_close();
+		return err > 0 ? 1 : cli_fail(err, what, NULL);
+	}
+	err = ibnl_call(&n, m, on_piece, l, ext, sizeof(ext));
+	ibnl_close(&n);
+	cli_job_close();
+	if (err) {
+		cli_snaps_free(l);
+		return cli_fail(err, what, cli_dump_why(err, ext));
+	}
+	if (kv)
+		kv_finish(kv);
+	if (l->bad || (kv && kv->bad)) {
+		cli_snaps_free(l);
+		fprintf(stderr, "ibckpt: %s: a snapshot changed while it was read; "
+			"is the job still frozen?\n", what);
+		return 1;
+	}
+	if (!l->n && (!kv || !kv->n)) {
+		fprintf(stderr, "ibckpt: %s: no snapshot: the job is not frozen, none of its "
+			"processes uses the ibckpt provider, or they are released (for a "
+			"checkpoint: ibckpt reacquire)\n", what);
+		return 1;
+	}
+	for (i = 0; i < l->n; i++) {
+		if (l->v[i].have != l->v[i].total ||
+		    snap_validate(l->v[i].data, l->v[i].total, err_s, sizeof(err_s))) {
+			fprintf(stderr, "ibckpt: %s: snapshot of process %u is malformed: %s\n",
+				what, l->v[i].tgid,
+				l->v[i].have != l->v[i].total ? "truncated" : err_s);
+			cli_snaps_free(l);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The kernel's view of process @tgid as the "kernel" member of its object. */
+static void print_json_kernel(const struct kv_list *kv, unsigned int tgid)
+{
+	const struct kv_proc *k = kv_find(kv, tgid);
+
+	if (k) {
+		fputs(",\"kernel\":", stdout);
+		kv_print_json(stdout, k, NULL);
+	}
 }
 
 int cmd_dump(int argc, char **argv)
@@ -89,12 +166,13 @@ int cmd_dump(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
-	struct snaps l = { 0 };
+	struct cli_snaps l = { 0 };
+	struct kv_list kv = { 0 };
+	struct rres rr = { 0 };
+	int have_rr = 0;
 	struct cli_job job = { 0 };
-	char ext[256] = "", what[320], desc[288], err_s[256];
+	char what[320], desc[288];
 	unsigned int i;
-	struct nl_msg *m;
-	struct ibnl n;
 	int c, err, rc = 0;
 	FILE *f;
 
@@ -114,43 +192,15 @@ int cmd_dump(int argc, char **argv)
 		goto usage;
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot dump %s", desc);
-	if (ibnl_open(&n, 0))
-		return 1;
-	m = ibnl_msg(&n, IBCKPT_CMD_SNAPSHOT_GET, NLM_F_DUMP);
-	err = cli_job_put(m, &job);
-	if (err) {
-		nlmsg_free(m);
-		ibnl_close(&n);
-		cli_job_close();
-		return err > 0 ? 1 : cli_fail(err, what, NULL);
-	}
-	err = ibnl_call(&n, m, on_piece, &l, ext, sizeof(ext));
-	ibnl_close(&n);
-	cli_job_close();
-	if (err) {
-		snaps_free(&l);
-		return cli_fail(err, what, cli_dump_why(err, ext));
-	}
-	if (l.bad) {
-		snaps_free(&l);
-		fprintf(stderr, "ibckpt: %s: a snapshot changed while it was read; "
-			"is the job still frozen?\n", what);
+	/* printed, with the kernel's own view; written, the snapshots alone */
+	if (cli_get_snapshots_kv(&job, &l, out ? NULL : &kv, what)) {
+		kv_free(&kv);
 		return 1;
 	}
-	if (!l.n) {
-		fprintf(stderr, "ibckpt: %s: no snapshot: the job is not frozen, or none of "
-			"its processes uses the ibckpt provider\n", what);
-		return 1;
-	}
-	for (i = 0; i < l.n; i++) {
-		if (l.v[i].have != l.v[i].total ||
-		    snap_validate(l.v[i].data, l.v[i].total, err_s, sizeof(err_s))) {
-			fprintf(stderr, "ibckpt: %s: snapshot of process %u is malformed: %s\n",
-				what, l.v[i].tgid, l.v[i].have != l.v[i].total ? "truncated" : err_s);
-			snaps_free(&l);
-			return 1;
-		}
-	}
+	/* the QPs and MRs of the processes without a snapshot: RDMA netlink's */
+	for (i = 0; !out && !have_rr && i < kv.n; i++)
+		if (kv.v[i].flags & IBCKPT_KPROC_F_NO_SNAPSHOT)
+			have_rr = rres_collect(&rr) ? -1 : 1;
 	if (out) {
 		/* snapshots hold addresses and keys: owner-only */
 		c = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -159,7 +209,7 @@ int cmd_dump(int argc, char **argv)
 			if (c >= 0)
 				close(c);
 			fprintf(stderr, "ibckpt: %s: %s\n", out, strerror(errno));
-			snaps_free(&l);
+			cli_snaps_free(&l);
 			return 1;
 		}
 		for (i = 0; i < l.n; i++)
@@ -189,16 +239,37 @@ int cmd_dump(int argc, char **argv)
 		}
 		printf("\"processes\":[");
 		for (i = 0; i < l.n; i++) {
-			if (i)
-				putchar(',');
-			snap_print_json(stdout, l.v[i].data);
+			fputs(i ? ",{" : "{", stdout);
+			snap_print_json_fields(stdout, l.v[i].data);
+			print_json_kernel(&kv, l.v[i].tgid);
+			printf("}\n");
+		}
+		printf("],\"without_snapshot\":[");
+		for (i = 0, c = 0; i < kv.n; i++) {
+			if (!(kv.v[i].flags & IBCKPT_KPROC_F_NO_SNAPSHOT))
+				continue;
+			printf("%s{\"tgid\":%u,\"kernel\":", c++ ? "," : "", kv.v[i].tgid);
+			kv_print_json(stdout, &kv.v[i], have_rr > 0 ? &rr : NULL);
+			putchar('}');
 		}
 		printf("]}\n");
 	} else {
-		for (i = 0; i < l.n; i++)
+		for (i = 0; i < l.n; i++) {
 			snap_print_text(stdout, l.v[i].data);
+			if (kv_find(&kv, l.v[i].tgid))
+				kv_print_text(stdout, kv_find(&kv, l.v[i].tgid), NULL);
+		}
+		for (i = 0; i < kv.n; i++) {
+			if (!(kv.v[i].flags & IBCKPT_KPROC_F_NO_SNAPSHOT))
+				continue;
+			printf("process %u: no snapshot, pinned %llu bytes\n", kv.v[i].tgid,
+			       (unsigned long long)kv.v[i].pinned);
+			kv_print_text(stdout, &kv.v[i], have_rr > 0 ? &rr : NULL);
+		}
 	}
-	snaps_free(&l);
+	cli_snaps_free(&l);
+	kv_free(&kv);
+	rres_free(&rr);
 	return rc;
 usage:
 	fprintf(stderr, "usage: ibckpt dump " CLI_JOB_USAGE " | --id SESSION [-o FILE]\n");

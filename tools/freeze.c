@@ -243,8 +243,9 @@ int cmd_freeze(int argc, char **argv)
 	if (err || s.state != IBCKPT_STATE_FROZEN) {
 		if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesce_err) {
 			fprintf(stderr, "ibckpt: %s: the provider of process %u could not quiesce "
-				"(%s); the job was left running\n", what, s.quiesce_pid,
-				strerror((int)s.quiesce_err));
+				"(%s%s%s); the job was left running\n", what, s.quiesce_pid,
+				strerror((int)s.quiesce_err), *s.quiesce_msg ? ": " : "",
+				s.quiesce_msg);
 		} else if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesced < s.providers) {
 			fprintf(stderr, "ibckpt: %s: %u of %u providers did not quiesce within %lu ms; "
 				"the job was left running\n", what, s.providers - s.quiesced,

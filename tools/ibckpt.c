@@ -33,6 +33,16 @@ static void usage(FILE *f)
 		"  thaw JOB             release JOB\n"
 		"  dump JOB [-o FILE]   the verbs snapshot of each process of frozen JOB:\n"
 		"                       printed, or written as is to FILE\n"
+		"  release -D DIR JOB   frozen JOB's providers release every device resource;\n"
+		"                       DIR keeps what a reacquire needs (restart.rst)\n"
+		"  reacquire -D DIR [--map DEV=DEV,...]\n"
+		"                       the released job of DIR re-creates its objects (on the\n"
+		"                       devices --map names) and runs again\n"
+		"  checkpoint -D DIR [--leave-running] [--timeout MS] JOB\n"
+		"                       freeze and release JOB, then dump it with criu into DIR\n"
+		"                       (the job is gone), or reacquire it in place\n"
+		"  restart -D DIR [--map DEV=DEV,...]\n"
+		"                       restore the job of DIR with criu and reacquire it\n"
 		"jobs:\n"
 		"  PGID                 a process group\n"
 		"  --session SID        a session (e.g. an MPI launcher started by setsid)\n"
@@ -115,7 +125,7 @@ int main(int argc, char **argv)
 	/* the commands' options that take a value, which may be "-j" */
 	static const char *const valued[] = { "-t", "--timeout", "-p", "--persist", "-o",
 					       "--output", "--session", "--tree", "--cgroup",
-					       "--id", NULL };
+					       "--id", "-D", "--dir", "--map", NULL };
 	int c, version = 0;
 
 	/* -j may follow the command; the command's own options come after it */
@@ -152,6 +162,14 @@ int main(int argc, char **argv)
 		return cmd_thaw(argc, argv);
 	if (!strcmp(argv[0], "dump"))
 		return cmd_dump(argc, argv);
+	if (!strcmp(argv[0], "release"))
+		return cmd_release(argc, argv);
+	if (!strcmp(argv[0], "reacquire"))
+		return cmd_reacquire(argc, argv);
+	if (!strcmp(argv[0], "checkpoint"))
+		return cmd_checkpoint(argc, argv);
+	if (!strcmp(argv[0], "restart"))
+		return cmd_restart(argc, argv);
 	if (!strcmp(argv[0], "version"))
 		return cmd_version();
 	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);

@@ -119,6 +119,11 @@ static int on_session(struct nlattr **a, void *arg)
 	v->outstanding = u32_or0(s, IBCKPT_SESSION_A_OUTSTANDING);
 	v->quiesce_err = u32_or0(s, IBCKPT_SESSION_A_QUIESCE_ERR);
 	v->quiesce_pid = u32_or0(s, IBCKPT_SESSION_A_QUIESCE_PID);
+	if (s[IBCKPT_SESSION_A_QUIESCE_MSG])
+		snprintf(v->quiesce_msg, sizeof(v->quiesce_msg), "%s",
+			 nla_get_string(s[IBCKPT_SESSION_A_QUIESCE_MSG]));
+	v->quiesce_has_qpn = s[IBCKPT_SESSION_A_QUIESCE_QPN] != NULL;
+	v->quiesce_qpn = u32_or0(s, IBCKPT_SESSION_A_QUIESCE_QPN);
 	v->drained = s[IBCKPT_SESSION_A_DRAINED] ? nla_get_u64(s[IBCKPT_SESSION_A_DRAINED]) : 0;
 	return 0;
 }

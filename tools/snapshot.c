@@ -23,13 +23,14 @@ static const size_t min_len[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_AH] = sizeof(struct ibckpt_snap_ah),
 	[IBCKPT_SNAP_MW] = sizeof(struct ibckpt_snap_mw),
 	[IBCKPT_SNAP_XRCD] = sizeof(struct ibckpt_snap_xrcd),
+	[IBCKPT_SNAP_CONTROL] = sizeof(struct ibckpt_snap_control),
 };
 
 static const char *const type_name[__IBCKPT_SNAP_TYPE_MAX] = {
 	[IBCKPT_SNAP_DEVICE] = "device", [IBCKPT_SNAP_PD] = "pd", [IBCKPT_SNAP_MR] = "mr",
 	[IBCKPT_SNAP_CQ] = "cq", [IBCKPT_SNAP_QP] = "qp", [IBCKPT_SNAP_SRQ] = "srq",
 	[IBCKPT_SNAP_WR] = "wr", [IBCKPT_SNAP_WC] = "wc", [IBCKPT_SNAP_AH] = "ah",
-	[IBCKPT_SNAP_MW] = "mw", [IBCKPT_SNAP_XRCD] = "xrcd",
+	[IBCKPT_SNAP_MW] = "mw", [IBCKPT_SNAP_XRCD] = "xrcd", [IBCKPT_SNAP_CONTROL] = "control",
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -220,6 +221,13 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		fprintf(f, "  xrcd %u: device %u oflags %#x\n", x->handle, x->device, x->oflags);
 		break;
 	}
+	case IBCKPT_SNAP_CONTROL: {
+		const struct ibckpt_snap_control *c = pl;
+
+		fprintf(f, "  restart channel: fds %u and %u%s\n", c->cmd_fd, c->reply_fd,
+			c->released ? ", released" : "");
+		break;
+	}
 	case IBCKPT_SNAP_WR: {
 		const struct ibckpt_snap_wr *w = pl;
 
@@ -372,6 +380,13 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 			x->oflags);
 		break;
 	}
+	case IBCKPT_SNAP_CONTROL: {
+		const struct ibckpt_snap_control *c = pl;
+
+		fprintf(f, "{\"cmd_fd\":%u,\"reply_fd\":%u,\"released\":%s}", c->cmd_fd,
+			c->reply_fd, c->released ? "true" : "false");
+		break;
+	}
 	case IBCKPT_SNAP_WR: {
 		const struct ibckpt_snap_wr *w = pl;
 		const struct ibckpt_snap_sge *sg = (const void *)(w + 1);
@@ -426,13 +441,13 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	}
 }
 
-void snap_print_json(FILE *f, const void *buf)
+void snap_print_json_fields(FILE *f, const void *buf)
 {
 	const struct ibckpt_snap_hdr *h = buf;
 	struct json_state s = { .f = f };
 	int t;
 
-	fprintf(f, "{\"version\":%u,\"tgid\":%u,\"session\":%" PRIu64 ",\"pinned_bytes\":%"
+	fprintf(f, "\"version\":%u,\"tgid\":%u,\"session\":%" PRIu64 ",\"pinned_bytes\":%"
 		PRIu64 ",\"outstanding\":%u,\"drain_complete\":%s", h->version, h->tgid,
 		(uint64_t)h->session, (uint64_t)h->pinned_bytes, h->outstanding,
 		h->flags & IBCKPT_SNAP_F_INCOMPLETE_DRAIN ? "false" : "true");
@@ -443,5 +458,11 @@ void snap_print_json(FILE *f, const void *buf)
 		snap_foreach(buf, json_rec, &s);
 		fputc(']', f);
 	}
+}
+
+void snap_print_json(FILE *f, const void *buf)
+{
+	fputc('{', f);
+	snap_print_json_fields(f, buf);
 	fputs("}\n", f);
 }

@@ -28,6 +28,8 @@ void snap_count(const void *buf, struct snap_counts *c);
 /* Print a validated snapshot: readable text, or one JSON object. */
 void snap_print_text(FILE *f, const void *buf);
 void snap_print_json(FILE *f, const void *buf);
+/* The same object's members, without its braces (for a caller adding its own). */
+void snap_print_json_fields(FILE *f, const void *buf);
 
 /* Walk the records of a validated snapshot. */
 typedef void (*snap_rec_fn)(const struct ibckpt_snap_rec *r, const void *payload, void *arg);

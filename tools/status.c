@@ -168,6 +168,15 @@ static int print_sessions(FILE *out, struct ibnl *n, struct cli_job *filter)
 				s->parked, s->pending, s->exited, (double)s->freeze_ns / 1e3,
 				s->providers, s->quiesced, (unsigned long long)s->drained,
 				s->outstanding, s->quiesce_err);
+			if (s->quiesce_err)
+				fprintf(out, "\"quiesce_pid\":%u,", s->quiesce_pid);
+			if (*s->quiesce_msg) {
+				fputs("\"quiesce_message\":", out);
+				json_str(out, s->quiesce_msg);
+				fputc(',', out);
+			}
+			if (s->quiesce_has_qpn)
+				fprintf(out, "\"quiesce_qpn\":%u,", s->quiesce_qpn);
 			err = print_threads(out, n, s);
 			fputc('}', out);
 		} else {
@@ -181,6 +190,10 @@ static int print_sessions(FILE *out, struct ibnl *n, struct cli_job *filter)
 				fprintf(out, "  providers: %u asked, %u quiesced, %llu completions "
 					"drained, %u sends outstanding\n", s->providers, s->quiesced,
 					(unsigned long long)s->drained, s->outstanding);
+			if (s->quiesce_err)
+				fprintf(out, "  the provider of process %u could not quiesce (%s%s%s)\n",
+					s->quiesce_pid, strerror((int)s->quiesce_err),
+					*s->quiesce_msg ? ": " : "", s->quiesce_msg);
 			err = print_threads(out, n, s);
 		}
 	}

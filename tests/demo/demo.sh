@@ -10,7 +10,10 @@
 #   4. nothing moves while frozen; `ibckpt dump` shows each process's verbs
 #      snapshot, which matches the kernel's own view (`rdma res show qp|mr`)
 #   5. thaw; the traffic goes on
-#   6. the generator confirms nothing was lost, duplicated, reordered or corrupted
+#   6. checkpoint to disk: every provider releases its device resources, criu
+#      dumps the job, the processes are gone; restart: criu restores them,
+#      every provider reacquires (new QPNs and keys behind the old ones)
+#   7. the generator confirms nothing was lost, duplicated, reordered or corrupted
 set -u
 . tests/vm/cases/lib.sh
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -52,12 +55,32 @@ ibckpt thaw --session "$job" || fail "thaw the job"
 sleep 3
 echo "verified operations after thaw: $(ops)"
 
+step "ibckpt checkpoint -D /run/ibckpt-demo --session $job (release, then criu dump)"
+modprobe -a unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag
+qpns() { rdma res show qp | awk -v p="$(ls "/proc/$1/task" 2> /dev/null | paste -sd'|' -)" \
+	'$0 ~ "pid (" p ") " { for (i = 1; i < NF; i++) if ($i == "lqpn") printf "%s ", $(i + 1) }'; }
+echo "server QPNs before: $(qpns "$server")"
+ibckpt checkpoint -D /run/ibckpt-demo --session "$job" || fail "checkpoint the job"
+{ wait "$job"; } 2> /dev/null	# criu killed it: reap the session leader
+ps -p "$job,$server,$client" > /dev/null && fail "the job still runs after its checkpoint"
+echo "the job is gone; on disk: $(du -sh /run/ibckpt-demo | cut -f1) ($(ls /run/ibckpt-demo | tr '\n' ' '))"
+before=$(ops)
+
+step "ibckpt restart -D /run/ibckpt-demo (criu restore, then every provider reacquires)"
+ibckpt restart -D /run/ibckpt-demo || fail "restart the job"
+ps -o pid,pgid,sid,comm -p "$job,$server,$client"
+echo "server QPNs after (the application still uses the old ones): $(qpns "$server")"
+sleep 3
+after=$(ops)
+echo "verified operations after the restart: $before -> $after"
+[ "$after" -gt "$before" ] || fail "no progress after the restart"
+
 step "stop the traffic; the generator checks everything"
 kill -INT "$client"
-wait "$job"
+traffic_wait_done
 cat "$T/client.err" "$T/server.err"
 expect_eq 0 "$(cat "$T/client.rc")" "client exit status"
 expect_eq 0 "$(cat "$T/server.rc")" "server exit status"
 [ "$(ops)" -gt "$after" ] || fail "no progress after thaw"
 grep '"event":"final"' "$T/client.out" | jq -M -c '{sends, writes, reads, atomics, ud, errors}'
-echo "demo: OK - the job frozen as one mid-traffic, thawed, every message verified (sequence, checksum, atomics)"
+echo "demo: OK - the job frozen as one mid-traffic, thawed, checkpointed to disk, killed, restarted, every message verified (sequence, checksum, atomics)"

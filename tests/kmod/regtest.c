@@ -6,6 +6,9 @@
  *   regtest hold SECONDS       register, print "registered TGID", sleep
  *   regtest errors             check the refusals; exit 0 if all as expected
  *   regtest cycles N           open/register/close N times
+ *   regtest forge DEV QPN [PD] answer each quiesce with a snapshot naming QP
+ *                              QPN on DEV (in PD handle PD, default the one
+ *                              it holds); print the module's verdicts
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -137,6 +140,83 @@ static int answer(void)
 	return bad;
 }
 
+/* Append a record to the snapshot being built in @b (@off: its length). */
+static void *add_rec(unsigned char *b, size_t *off, uint16_t type, uint32_t len)
+{
+	struct ibckpt_snap_rec *r = (void *)(b + *off);
+	struct ibckpt_snap_hdr *h = (void *)b;
+
+	r->type = type;
+	r->len = len;
+	*off += sizeof(*r) + ((len + 7) & ~7u);
+	h->n_records++;
+	return r + 1;
+}
+
+/*
+ * A snapshot of one device DEV with a PD (handle 2) and an RC QP in state
+ * RTS with number QPN in PD handle @pd: a provider's claim, for the module
+ * to check against the RDMA core.
+ */
+static int forged_snapshot(int fd, uint64_t session, const char *dev, uint32_t qpn,
+			   uint32_t pd)
+{
+	static unsigned char b[1024];
+	struct ibckpt_snap_hdr *h = (void *)b;
+	struct ibckpt_snap_device *d;
+	struct ibckpt_snap_pd *p;
+	struct ibckpt_snap_qp *q;
+	struct ibckpt_snapshot_arg a;
+	size_t off = sizeof(*h);
+
+	memset(b, 0, sizeof(b));
+	h->magic = IBCKPT_SNAP_MAGIC;
+	h->version = IBCKPT_SNAP_VERSION;
+	h->hdr_len = sizeof(*h);
+	h->session = session;
+	d = add_rec(b, &off, IBCKPT_SNAP_DEVICE, sizeof(*d));
+	d->handle = 1;
+	snprintf(d->name, sizeof(d->name), "%s", dev);
+	p = add_rec(b, &off, IBCKPT_SNAP_PD, sizeof(*p));
+	p->handle = 2;
+	p->device = 1;
+	q = add_rec(b, &off, IBCKPT_SNAP_QP, sizeof(*q));
+	q->handle = 3;
+	q->pd = pd;
+	q->qp_type = 2;		/* IBV_QPT_RC */
+	q->state = 3;		/* IBV_QPS_RTS */
+	q->vqpn = qpn;
+	q->qpn = qpn;
+	h->total_len = off;
+	a = (struct ibckpt_snapshot_arg){ .session = session, .addr = (uintptr_t)b, .len = off };
+	return ioctl(fd, IBCKPT_IOC_SNAPSHOT, &a) ? -errno : 0;
+}
+
+/*
+ * Play a provider that claims a QP it may not have: print "snapshot: VERDICT"
+ * and "answer: VERDICT" (strerror, or "accepted") for each quiesce request,
+ * until a thaw or an abort.
+ */
+static int forge(const char *dev, uint32_t qpn, uint32_t pd)
+{
+	struct ibckpt_quiesced q = { 0 };
+	struct ibckpt_event e;
+	int fd, r;
+
+	fd = registered(O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	while (next_quiesce(fd, &e)) {
+		r = forged_snapshot(fd, e.session, dev, qpn, pd);
+		printf("snapshot: %s\n", r ? strerror(-r) : "accepted");
+		q.session = e.session;
+		r = ioctl(fd, IBCKPT_IOC_QUIESCED, &q) ? -errno : 0;
+		printf("answer: %s\n", r ? strerror(-r) : "accepted");
+		fflush(stdout);
+	}
+	return 0;
+}
+
 static volatile unsigned long ticks;
 
 static void *ticker(void *arg)
@@ -227,6 +307,9 @@ int main(int argc, char **argv)
 		return cloner(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "dies"))
 		return dies();
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "forge"))
+		return forge(argv[2], (uint32_t)strtoul(argv[3], NULL, 0),
+			     argc == 5 ? (uint32_t)strtoul(argv[4], NULL, 0) : 2);
 	if (argc == 3 && !strcmp(argv[1], "cycles")) {
 		n = atoi(argv[2]);
 		for (i = 0; i < n; i++) {
@@ -238,6 +321,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: regtest hold SECONDS | errors | answer | cloner FILE | dies | "
-		"cycles N\n");
+		"cycles N | forge DEV QPN [PD]\n");
 	return 2;
 }

@@ -108,6 +108,56 @@ struct ibckpt_snapshot_arg {
 #define IBCKPT_IOC_SNAPSHOT	_IOW(IBCKPT_IOC_MAGIC, 0x02, struct ibckpt_snapshot_arg)
 
 /* ------------------------------------------------------------------ */
+/* IBCKPT_IOC_SHARE_CREDS: one credentials object for the process's    */
+/* threads again, after a restore (kmod/creds.c).                       */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct ibckpt_share_creds - IBCKPT_IOC_SHARE_CREDS: what the call did
+ * @switched: threads whose credentials are identical in content to the
+ *	caller's but another object: each was given a task_work that makes it
+ *	take the caller's object at its next return to user mode
+ * @differ: threads whose credentials differ from the caller's in anything
+ *	(an id, the securebits, a capability set, the user namespace, the
+ *	supplementary groups, a keyring, the LSM's view): they keep their own
+ * @shared: threads that already use the caller's object
+ * @reserved: 0
+ *
+ * Why: uverbs' legacy write() refuses a writer whose credentials are not
+ * the very object the device file was opened with (ib_safe_file_access(),
+ * which compares pointers, not contents). Threads share their creator's
+ * object, so in a process that was started normally the check always
+ * passes. After a CRIU restore every thread has an object of its own
+ * (the restorer calls setresuid, capset and prctl(PR_SET_SECUREBITS) in
+ * each thread, and capset and PR_SET_SECUREBITS commit a new object even
+ * when nothing changes), and a device the control thread opens afterwards
+ * would refuse every other thread's write()-based verb with EACCES.
+ *
+ * The call: from the registered control thread (EPERM from any other
+ * thread, ENOTCONN before IBCKPT_IOC_REGISTER). Every other thread of the
+ * caller's process whose credentials are identical in content to the
+ * caller's takes the caller's object; nothing any thread may do changes,
+ * only the object identity that ib_safe_file_access() compares. The call
+ * returns once the works are queued; a thread runs its work before it next
+ * executes user code, so every system call a thread makes after the call
+ * returned sees the caller's object (a call it was blocked in when the
+ * ioctl ran finishes first, with its old object). The switch is checked
+ * again by the thread itself: a thread whose credentials changed in the
+ * meantime keeps them. Exiting threads and io_uring workers are not
+ * counted. The argument may be NULL (no counts wanted). Calling again is
+ * harmless: each call compares again. Errors: ENOMEM (the threads handled
+ * before it keep their works), EFAULT.
+ */
+struct ibckpt_share_creds {
+	__u32 switched;
+	__u32 differ;
+	__u32 shared;
+	__u32 reserved;
+};
+
+#define IBCKPT_IOC_SHARE_CREDS	_IOR(IBCKPT_IOC_MAGIC, 0x03, struct ibckpt_share_creds)
+
+/* ------------------------------------------------------------------ */
 /* Generic netlink family "ibckpt": the administrative channel.         */
 /* ------------------------------------------------------------------ */
 
@@ -140,7 +190,9 @@ struct ibckpt_snapshot_arg {
  *	session (IBCKPT_A_SESSION_ID or its job) gave, in pieces:
  *	IBCKPT_A_SNAP_TGID, IBCKPT_A_SNAP_TOTAL, IBCKPT_A_SNAP_OFFSET,
  *	IBCKPT_A_SNAP_DATA per message. Same privilege as FREEZE (snapshots
- *	hold addresses and keys).
+ *	hold addresses and keys). With IBCKPT_SNAPSHOT_F_KVIEW in
+ *	IBCKPT_A_FLAGS, also the kernel's view of each process (IBCKPT_A_KPROC,
+ *	IBCKPT_A_KQP messages, see "The kernel's own view" below).
  * @__IBCKPT_CMD_MAX: number of commands
  * @IBCKPT_CMD_MAX: highest command
  *
@@ -231,6 +283,8 @@ struct ibckpt_busy {
  * @IBCKPT_A_JOB_ID: u32: the group, session or root process
  * @IBCKPT_A_CGROUP_FD: u32: IBCKPT_JOB_CGROUP's directory, open (a file
  *	descriptor of the requester)
+ * @IBCKPT_A_KPROC: nest: enum ibckpt_kproc_attr (SNAPSHOT_GET, kernel's view)
+ * @IBCKPT_A_KQP: nest: enum ibckpt_kqp_attr (SNAPSHOT_GET, kernel's view)
  * @__IBCKPT_A_MAX: number of attributes
  * @IBCKPT_A_MAX: highest attribute
  */
@@ -254,6 +308,9 @@ enum ibckpt_attr {
 	IBCKPT_A_JOB_TYPE,
 	IBCKPT_A_JOB_ID,
 	IBCKPT_A_CGROUP_FD,
+	/* the kernel's own view (below) */
+	IBCKPT_A_KPROC,
+	IBCKPT_A_KQP,
 
 	__IBCKPT_A_MAX,
 	IBCKPT_A_MAX = __IBCKPT_A_MAX - 1
@@ -329,6 +386,11 @@ enum ibckpt_state {
  * @IBCKPT_SESSION_A_CGROUP: string: IBCKPT_JOB_CGROUP's path (reader's
  *	cgroup ns)
  * @IBCKPT_SESSION_A_PROCS: u32: processes of the job found so far
+ * @IBCKPT_SESSION_A_QUIESCE_MSG: string: why that provider failed, when the
+ *	module refused its snapshot (e.g. "QP 0x1b on rxe0: another process's
+ *	QP"); only with IBCKPT_SESSION_A_QUIESCE_ERR
+ * @IBCKPT_SESSION_A_QUIESCE_QPN: u32: the QPN the refusal is about, if it is
+ *	about a QP
  * @__IBCKPT_SESSION_A_MAX: number of attributes
  * @IBCKPT_SESSION_A_MAX: highest attribute
  *
@@ -357,6 +419,9 @@ enum ibckpt_session_attr {
 	IBCKPT_SESSION_A_JOB_ID,
 	IBCKPT_SESSION_A_CGROUP,
 	IBCKPT_SESSION_A_PROCS,
+	/* the kernel's own view (below) */
+	IBCKPT_SESSION_A_QUIESCE_MSG,
+	IBCKPT_SESSION_A_QUIESCE_QPN,
 
 	__IBCKPT_SESSION_A_MAX,
 	IBCKPT_SESSION_A_MAX = __IBCKPT_SESSION_A_MAX - 1
@@ -402,6 +467,87 @@ enum ibckpt_thread_attr {
 
 	__IBCKPT_THREAD_A_MAX,
 	IBCKPT_THREAD_A_MAX = __IBCKPT_THREAD_A_MAX - 1
+};
+
+/* ------------------------------------------------------------------ */
+/* The kernel's own view (issue 12): what the RDMA core records of the  */
+/* QPs a snapshot names. Documentation/snapshot.rst, "The kernel's own  */
+/* view".                                                               */
+/* ------------------------------------------------------------------ */
+
+/* SNAPSHOT_GET's IBCKPT_A_FLAGS: also send IBCKPT_A_KPROC and IBCKPT_A_KQP */
+#define IBCKPT_SNAPSHOT_F_KVIEW		_BITUL(0)
+
+/* IBCKPT_KPROC_A_FLAGS */
+#define IBCKPT_KPROC_F_NO_SNAPSHOT	_BITUL(0)	/* gave none: no provider */
+#define IBCKPT_KPROC_F_RELEASED		_BITUL(1)	/* held no vendor resources */
+
+/**
+ * enum ibckpt_kproc_attr - a process of the dumped job, as the kernel sees it
+ *	(nested in IBCKPT_A_KPROC; with IBCKPT_A_SNAP_TGID in the same message)
+ * @IBCKPT_KPROC_A_UNSPEC: unused
+ * @IBCKPT_KPROC_A_FLAGS: u32: IBCKPT_KPROC_F_*
+ * @IBCKPT_KPROC_A_PINNED: u64: bytes the process has pinned (its mm's
+ *	pinned_vm): at the quiesce for a process with a snapshot, now for one
+ *	without
+ * @IBCKPT_KPROC_A_QPS: u32: QPs of its snapshot checked against the RDMA
+ *	core (one IBCKPT_A_KQP message each follows)
+ * @IBCKPT_KPROC_A_PAD: padding for 64-bit attributes
+ * @__IBCKPT_KPROC_A_MAX: number of attributes
+ * @IBCKPT_KPROC_A_MAX: highest attribute
+ *
+ * One per process: after its snapshot's pieces, or, for a process of the
+ * job that gave no snapshot (IBCKPT_KPROC_F_NO_SNAPSHOT), alone.
+ */
+enum ibckpt_kproc_attr {
+	IBCKPT_KPROC_A_UNSPEC,
+	IBCKPT_KPROC_A_FLAGS,
+	IBCKPT_KPROC_A_PINNED,
+	IBCKPT_KPROC_A_QPS,
+	IBCKPT_KPROC_A_PAD,
+
+	__IBCKPT_KPROC_A_MAX,
+	IBCKPT_KPROC_A_MAX = __IBCKPT_KPROC_A_MAX - 1
+};
+
+/**
+ * enum ibckpt_kqp_attr - the RDMA core's record of a QP a snapshot names,
+ *	taken when the module accepted the snapshot (nested in IBCKPT_A_KQP;
+ *	with IBCKPT_A_SNAP_TGID in the same message)
+ * @IBCKPT_KQP_A_UNSPEC: unused
+ * @IBCKPT_KQP_A_HANDLE: u32: the handle of the snapshot's QP record
+ * @IBCKPT_KQP_A_DEVICE: string: the device (the snapshot's name for it,
+ *	which the RDMA core knew)
+ * @IBCKPT_KQP_A_QPN: u32: the QP number
+ * @IBCKPT_KQP_A_OWNER: u32: the process that created it (reader's pid
+ *	namespace); absent if not visible there
+ * @IBCKPT_KQP_A_TYPE: u32: enum ib_qp_type (the numbers of enum ibv_qp_type)
+ * @IBCKPT_KQP_A_PORT: u32: its port, 0 before it was given one
+ * @IBCKPT_KQP_A_STATE: u32: enum ib_qp_state (ibv_qp_state's numbers)
+ * @IBCKPT_KQP_A_DEST_QPN: u32: the destination QPN
+ * @IBCKPT_KQP_A_SQ_PSN: u32: the send queue's PSN
+ * @IBCKPT_KQP_A_RQ_PSN: u32: the receive queue's PSN
+ * @IBCKPT_KQP_A_QUERY_ERR: u32: the positive errno of the driver's
+ *	query_qp; then STATE, DEST_QPN and the PSNs are absent
+ * @__IBCKPT_KQP_A_MAX: number of attributes
+ * @IBCKPT_KQP_A_MAX: highest attribute
+ */
+enum ibckpt_kqp_attr {
+	IBCKPT_KQP_A_UNSPEC,
+	IBCKPT_KQP_A_HANDLE,
+	IBCKPT_KQP_A_DEVICE,
+	IBCKPT_KQP_A_QPN,
+	IBCKPT_KQP_A_OWNER,
+	IBCKPT_KQP_A_TYPE,
+	IBCKPT_KQP_A_PORT,
+	IBCKPT_KQP_A_STATE,
+	IBCKPT_KQP_A_DEST_QPN,
+	IBCKPT_KQP_A_SQ_PSN,
+	IBCKPT_KQP_A_RQ_PSN,
+	IBCKPT_KQP_A_QUERY_ERR,
+
+	__IBCKPT_KQP_A_MAX,
+	IBCKPT_KQP_A_MAX = __IBCKPT_KQP_A_MAX - 1
 };
 
 #endif /* _UAPI_LINUX_IBCKPT_H */

@@ -86,6 +86,7 @@ struct ibckpt_snap_rec {
  * @IBCKPT_SNAP_AH: struct ibckpt_snap_ah
  * @IBCKPT_SNAP_MW: struct ibckpt_snap_mw
  * @IBCKPT_SNAP_XRCD: struct ibckpt_snap_xrcd
+ * @IBCKPT_SNAP_CONTROL: struct ibckpt_snap_control: the restart channel
  * @__IBCKPT_SNAP_TYPE_MAX: highest record type + 1
  */
 enum ibckpt_snap_type {
@@ -100,6 +101,7 @@ enum ibckpt_snap_type {
 	IBCKPT_SNAP_AH,
 	IBCKPT_SNAP_MW,
 	IBCKPT_SNAP_XRCD,
+	IBCKPT_SNAP_CONTROL,
 	__IBCKPT_SNAP_TYPE_MAX
 };
 
@@ -225,7 +227,8 @@ struct ibckpt_snap_cq {
  * @xrcd: XRC target QPs: handle of the XRC domain, else 0
  * @send_ops_flags: IBV_QP_EX_WITH_*: the ibv_wr_* API, 0 if not asked for
  * @opened: 1: an XRC target opened with ibv_open_qp(), not created
- * @pad2: 0
+ * @vdest_qpn: the remote QPN as the application knows it (@dest_qpn is
+ *	the vendor's: they differ after a restart)
  *
  * The attributes are those of ibv_query_qp() while the application was
  * parked; @vqpn is what the application and its peers know the QP by.
@@ -276,7 +279,7 @@ struct ibckpt_snap_qp {
 	__u32 xrcd;
 	__u64 send_ops_flags;
 	__u32 opened;
-	__u32 pad2;
+	__u32 vdest_qpn;
 };
 
 #define IBCKPT_SNAP_SRQT_XRC	1	/* IBV_SRQT_XRC */
@@ -319,6 +322,22 @@ struct ibckpt_snap_xrcd {
 	__u32 handle;
 	__u32 device;
 	__u32 oflags;
+	__u32 pad;
+};
+
+/**
+ * struct ibckpt_snap_control - the process's restart channel
+ * @cmd_fd: a descriptor of its command pipe (uapi/linux/ibckpt_restart.h)
+ * @reply_fd: a descriptor of its reply pipe
+ * @released: 1 if its vendor resources are released
+ * @pad: 0
+ *
+ * Descriptor numbers in the process, to be opened through /proc/PID/fd.
+ */
+struct ibckpt_snap_control {
+	__u32 cmd_fd;
+	__u32 reply_fd;
+	__u32 released;
 	__u32 pad;
 };
 

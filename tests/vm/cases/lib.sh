@@ -166,9 +166,24 @@ traffic_start_session() {
 		$IBTRAFFIC -c 127.0.0.1 -d rxe1 -g 0 -p $port -q $1 ${*:2} > $T/client.out 2> $T/client.err &
 		c=\$!; echo \$c > $T/client.pid
 		wait \$c; echo \$? > $T/client.rc
-		wait \$s; echo \$? > $T/server.rc" &
+		wait \$s; echo \$? > $T/server.rc" < /dev/null &
 	TRAFFIC_JOB=$!
 	for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
 	TRAFFIC_SERVER_PID=$(cat "$T/server.pid")
 	TRAFFIC_CLIENT_PID=$(cat "$T/client.pid")
+}
+# traffic_wait_progress N: the client (started with -P) has printed N progress
+# lines: its QPs are connected and traffic flows.
+traffic_wait_progress() {
+	for _ in $(seq 300); do
+		[ "$(grep -c '"event":"progress"' "$T/client.out" 2> /dev/null)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "the client printed fewer than $1 progress lines: $(tail -n 3 "$T/client.err")"
+}
+# traffic_wait_done: the session's shell wrote both exit statuses (it may not be
+# this shell's child any more: a restored job's parent is init)
+traffic_wait_done() {
+	for _ in $(seq 600); do [ -s "$T/server.rc" ] && return 0; sleep 0.1; done
+	fail "the traffic generator did not finish: $(tail -n 3 "$T/client.err" "$T/server.err")"
 }

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The job's identities after a reacquire: for every device of every process
+ * (by the node GUID the application first knew it by), which QPN, rkey, GID
+ * and LID each virtual one is now.
+ *
+ * QPNs and keys are per device, and two devices hand out the same numbers
+ * (two rxe devices both start their QPNs at 17): a peer's QPN or rkey is
+ * only meaningful with its device, which the address vector that reaches it
+ * names (a GID, or a LID without GRH).
+ *
+ * Written by REMAP with every gate closed, read by the translating posts
+ * afterwards: no lock. Open addressing, at most half full.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "restart.h"
+
+struct remap_ent {
+	uint64_t vdev;
+	uint32_t kind, vid, real;
+	bool used;
+};
+
+static struct remap_ent *tab;
+static uint32_t tab_size;		/* power of two */
+static struct ibckpt_ident *addrs;	/* GID and LID entries */
+static uint32_t naddrs;
+
+static uint32_t remap_hash(uint32_t kind, uint64_t vdev, uint32_t vid)
+{
+	uint64_t h = vdev * 0x9e3779b97f4a7c15ull ^ ((uint64_t)kind << 32 | vid);
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(h ^ h >> 32);
+}
+
+void ibckpt_remap_clear(void)
+{
+	free(tab);
+	free(addrs);
+	tab = NULL;
+	addrs = NULL;
+	tab_size = naddrs = 0;
+}
+
+/**
+ * ibckpt_remap_set() - install the job's identities
+ * @id: every process's entries, as REMAP carries them
+ * @n: how many
+ *
+ * Return: 0, EINVAL for an unknown kind, ENOMEM.
+ */
+int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
+{
+	uint32_t i, size = 16;
+
+	ibckpt_remap_clear();
+	while (size < 2 * n)
+		size *= 2;
+	tab = calloc(size, sizeof(*tab));
+	addrs = calloc(n ? n : 1, sizeof(*addrs));
+	if (!tab || !addrs) {
+		ibckpt_remap_clear();
+		return ENOMEM;
+	}
+	tab_size = size;
+	for (i = 0; i < n; i++) {
+		const struct ibckpt_ident *e = &id[i];
+		uint32_t h;
+
+		switch (e->kind) {
+		case IBCKPT_ID_GID:
+		case IBCKPT_ID_LID:
+			addrs[naddrs++] = *e;
+			if (e->kind == IBCKPT_ID_GID)
+				continue;
+			break;
+		case IBCKPT_ID_QPN:
+		case IBCKPT_ID_RKEY:
+			break;
+		default:
+			ibckpt_remap_clear();
+			return EINVAL;
+		}
+		for (h = remap_hash(e->kind, e->vdev, e->vid) & (size - 1); tab[h].used;
+		     h = (h + 1) & (size - 1))
+			if (tab[h].kind == e->kind && tab[h].vdev == e->vdev && tab[h].vid == e->vid)
+				break;
+		tab[h] = (struct remap_ent){ .vdev = e->vdev, .kind = e->kind, .vid = e->vid,
+					     .real = e->real, .used = true };
+	}
+	return 0;
+}
+
+/**
+ * ibckpt_remap_find() - what a peer's identity is now
+ * @kind: IBCKPT_ID_QPN, IBCKPT_ID_RKEY or IBCKPT_ID_LID
+ * @vdev: the peer's device
+ * @vid: the identity the application knows
+ * @real: set to the identity now
+ *
+ * Return: false if the job does not know it (a peer outside the job).
+ */
+bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *real)
+{
+	uint32_t h;
+
+	if (!tab_size)
+		return false;
+	for (h = remap_hash(kind, vdev, vid) & (tab_size - 1); tab[h].used;
+	     h = (h + 1) & (tab_size - 1)) {
+		if (tab[h].kind == kind && tab[h].vdev == vdev && tab[h].vid == vid) {
+			*real = tab[h].real;
+			return true;
+		}
+	}
+	return false;
+}
+
+/**
+ * ibckpt_remap_dev_of() - the device an address vector reaches
+ * @ah: a destination as the application gave it (virtual)
+ *
+ * Return: the device's vdev, 0 if no process of the job has that address.
+ */
+uint64_t ibckpt_remap_dev_of(const struct ibv_ah_attr *ah)
+{
+	uint32_t i;
+
+	for (i = 0; i < naddrs; i++) {
+		const struct ibckpt_ident *e = &addrs[i];
+
+		if (ah->is_global ? e->kind == IBCKPT_ID_GID &&
+				    !memcmp(e->vgid, ah->grh.dgid.raw, 16) :
+				    e->kind == IBCKPT_ID_LID && e->vid == ah->dlid)
+			return e->vdev;
+	}
+	return 0;
+}
+
+/**
+ * ibckpt_remap_addrs() - point a context's address translation at the job's
+ * @a: the context's tables (addr.h)
+ *
+ * Every GID and LID of the job, the context's own included: the
+ * application keeps naming the ones it knew.
+ */
+void ibckpt_remap_addrs(struct ibckpt_addrs *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < naddrs; i++) {
+		const struct ibckpt_ident *e = &addrs[i];
+
+		if (e->kind == IBCKPT_ID_GID)
+			ibckpt_addrs_map_gid(a, (const union ibv_gid *)e->vgid,
+					     (const union ibv_gid *)e->gid);
+		else
+			ibckpt_addrs_map_lid(a, (uint16_t)e->vid, (uint16_t)e->real);
+	}
+}

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Release and reacquire: the phases, over every context of the process
+ * (restart.h). Each object kind's file releases and re-creates its own;
+ * this file only orders them and checks the result.
+ *
+ * Objects are on their context's list in creation order, so a parent
+ * precedes its children: they are re-created walking forwards and released
+ * walking backwards.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "restart.h"
+
+bool ibckpt_released;
+
+static char restart_msg[512];
+static struct ibckpt_ident *idents;
+static uint32_t nidents, idents_cap;
+
+void ibckpt_restart_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (restart_msg[0])		/* the first reason is the one to tell */
+		return;
+	va_start(ap, fmt);
+	vsnprintf(restart_msg, sizeof(restart_msg), fmt, ap);
+	va_end(ap);
+	ibckpt_dbg("restart: %s", restart_msg);
+}
+
+const char *ibckpt_restart_msg(void)
+{
+	return restart_msg;
+}
+
+int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
+		     const union ibv_gid *vgid, const union ibv_gid *gid)
+{
+	struct ibckpt_ident *e;
+
+	if (nidents == idents_cap) {
+		uint32_t cap = idents_cap ? 2 * idents_cap : 64;
+
+		e = realloc(idents, cap * sizeof(*e));
+		if (!e) {
+			ibckpt_restart_err("out of memory");
+			return ENOMEM;
+		}
+		idents = e;
+		idents_cap = cap;
+	}
+	e = &idents[nidents++];
+	*e = (struct ibckpt_ident){ .kind = kind, .vid = vid, .real = real, .vdev = vdev };
+	if (vgid)
+		memcpy(e->vgid, vgid->raw, 16);
+	if (gid)
+		memcpy(e->gid, gid->raw, 16);
+	return 0;
+}
+
+static struct ibckpt_obj *obj_next(struct ibckpt_context *ctx, struct ibckpt_obj *o, bool back)
+{
+	o = back ? o->prev : o->next;
+	return o == &ctx->objs ? NULL : o;
+}
+
+#define OBJ(o, type) ibckpt_container_of(o, type, obj)
+#define for_each_obj(ctx, o, back) \
+	for (o = obj_next(ctx, &(ctx)->objs, back); o; o = obj_next(ctx, o, back))
+
+/* What cannot be released yet; checked before anything is torn down. */
+static int release_check(struct ibckpt_context *ctx, uint32_t flags)
+{
+	struct ibckpt_obj *o;
+	int err;
+
+	for_each_obj(ctx, o, false) {
+		switch (o->type) {
+		case IBCKPT_SNAP_XRCD:
+		case IBCKPT_SNAP_MW:
+			ibckpt_restart_err("%s: %s cannot be released yet",
+					   ctx->vctx.context.device->name,
+					   o->type == IBCKPT_SNAP_MW ? "a memory window" :
+					   "an XRC domain");
+			return EOPNOTSUPP;
+		case IBCKPT_SNAP_SRQ:
+			if (OBJ(o, struct ibckpt_srq)->type != IBV_SRQT_BASIC) {
+				ibckpt_restart_err("an XRC SRQ cannot be released yet");
+				return EOPNOTSUPP;
+			}
+			break;
+		case IBCKPT_SNAP_QP:
+			err = ibckpt_qp_release_check(OBJ(o, struct ibckpt_qp), flags);
+			if (err)
+				return err;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void release_objects(struct ibckpt_context *ctx)
+{
+	struct ibckpt_obj *o;
+
+	for_each_obj(ctx, o, true) {
+		switch (o->type) {
+		case IBCKPT_SNAP_QP:
+			ibckpt_qp_release(OBJ(o, struct ibckpt_qp));
+			break;
+		case IBCKPT_SNAP_AH:
+			ibckpt_ah_release(OBJ(o, struct ibckpt_ah));
+			break;
+		case IBCKPT_SNAP_SRQ:
+			ibckpt_srq_release(OBJ(o, struct ibckpt_srq));
+			break;
+		case IBCKPT_SNAP_CQ:
+			ibckpt_cq_release(OBJ(o, struct ibckpt_cq));
+			break;
+		case IBCKPT_SNAP_MR:
+			ibckpt_mr_release(OBJ(o, struct ibckpt_mr));
+			break;
+		case IBCKPT_SNAP_PD:
+			ibckpt_pd_release(OBJ(o, struct ibckpt_pd));
+			break;
+		}
+	}
+}
+
+/*
+ * Is a descriptor or mapping of an RDMA device left? @what names the kind
+ * of file looked for: "rdma_cm" before a release (the application's own
+ * connection manager, which cannot be released), NULL after (anything).
+ */
+static int leftovers(const char *what)
+{
+	char path[300], link[256], line[512];
+	struct dirent *d;
+	ssize_t n;
+	FILE *maps;
+	DIR *dir;
+	int err = 0;
+
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return 0;
+	while (!err && (d = readdir(dir)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (what ? strstr(link, what) != NULL :
+			   !strncmp(link, "/dev/infiniband/", 16) ||
+			   !strcmp(link, "anon_inode:[infinibandevent]")) {
+			ibckpt_restart_err("descriptor %s is open on %s%s", d->d_name, link,
+					   what ? ": the application's connection manager "
+					   "cannot be released" : " after the release");
+			err = EBUSY;
+		}
+	}
+	closedir(dir);
+	if (err || what)
+		return err;
+	maps = fopen("/proc/self/maps", "re");
+	while (maps && fgets(line, sizeof(line), maps)) {
+		if (strstr(line, "/dev/infiniband/")) {
+			line[strcspn(line, "\n")] = 0;
+			ibckpt_restart_err("mapping left after the release: %s", line);
+			err = EBUSY;
+			break;
+		}
+	}
+	if (maps)
+		fclose(maps);
+	return err;
+}
+
+/**
+ * ibckpt_release() - release every vendor resource of the process
+ * @flags: IBCKPT_RREL_*
+ *
+ * Context: the control thread, ibckpt_ctx_lock held, quiesced (every gate
+ * closed). The gates stay closed until the GO of a reacquire.
+ * Return: 0, EAGAIN if not quiesced, EALREADY, EOPNOTSUPP or EBUSY before
+ * anything is torn down, or EBUSY if something is left open afterwards
+ * (then released all the same: a reacquire rebuilds it).
+ */
+int ibckpt_release(uint32_t flags)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_cq *cq;
+	int err;
+
+	restart_msg[0] = 0;
+	if (ibckpt_released) {
+		ibckpt_restart_err("released already");
+		return EALREADY;
+	}
+	if (!ibckpt_quiesced) {
+		ibckpt_restart_err("not quiesced: the job must be frozen first");
+		return EAGAIN;
+	}
+	err = leftovers("/dev/infiniband/rdma_cm");
+	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next)
+		err = release_check(ctx, flags);
+	if (err)
+		return err;
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		/* completions since the quiesce's drain are the application's */
+		for (cq = ctx->cqs; cq; cq = cq->next)
+			ibckpt_cq_drain(cq);
+		release_objects(ctx);
+		ibckpt_channel_release(ctx);
+		err = ibckpt_context_release(ctx);
+		if (err)
+			break;
+	}
+	ibckpt_released = true;
+	return err ? err : leftovers(NULL);
+}
+
+static const char *mapped_name(const char *name, const struct ibckpt_rdev_map *map, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(map[i].from, name, sizeof(map[i].from)))
+			return map[i].to;
+	return name;
+}
+
+/* The context's own addresses now, as peers know them. */
+static int publish_addrs(struct ibckpt_context *ctx)
+{
+	struct ibckpt_ctx_ident *id = ctx->ident;
+	struct ibv_port_attr pa;
+	union ibv_gid g, zero = { 0 };
+	uint32_t i;
+	int err = 0;
+
+	if (ibv_query_port(ctx->real, 1, &pa)) {
+		ibckpt_restart_err("%s: port 1: %s", id->devname, strerror(errno));
+		return errno;
+	}
+	for (i = 0; i < id->ngid && !err; i++) {
+		if (!memcmp(&id->vgid[i], &zero, sizeof(zero)) ||
+		    ibv_query_gid(ctx->real, 1, (int)i, &g))
+			continue;
+		err = ibckpt_ident_add(IBCKPT_ID_GID, id->vdev, i, 0, &id->vgid[i], &g);
+	}
+	if (!err && id->vlid)
+		err = ibckpt_ident_add(IBCKPT_ID_LID, id->vdev, id->vlid, pa.lid, NULL, NULL);
+	return err;
+}
+
+static int recreate_objects(struct ibckpt_context *ctx)
+{
+	struct ibckpt_obj *o;
+	int err = 0;
+
+	for_each_obj(ctx, o, false) {
+		switch (o->type) {
+		case IBCKPT_SNAP_PD:
+			err = ibckpt_pd_recreate(OBJ(o, struct ibckpt_pd));
+			break;
+		case IBCKPT_SNAP_MR:
+			err = ibckpt_mr_recreate(OBJ(o, struct ibckpt_mr));
+			break;
+		case IBCKPT_SNAP_CQ:
+			err = ibckpt_cq_recreate(OBJ(o, struct ibckpt_cq));
+			break;
+		case IBCKPT_SNAP_SRQ:
+			err = ibckpt_srq_recreate(OBJ(o, struct ibckpt_srq));
+			break;
+		case IBCKPT_SNAP_QP:
+			err = ibckpt_qp_recreate(OBJ(o, struct ibckpt_qp));
+			break;
+		}		/* AHs wait for their destinations' addresses (REMAP) */
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * ibckpt_reacquire() - open the devices again and re-create the objects
+ * @map: devices to open instead of others
+ * @n: entries in @map
+ * @ids: set to the process's new identities (valid until the next call)
+ * @nids: set to their number
+ *
+ * A process that was not released answers with no identity.
+ * Return: 0 or an errno (the message says which object failed).
+ */
+int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
+		     struct ibckpt_ident **ids, uint32_t *nids)
+{
+	struct ibckpt_context *ctx;
+	int err = 0;
+
+	restart_msg[0] = 0;
+	nidents = 0;
+	for (ctx = ibckpt_ctxs; ctx && ibckpt_released && !err; ctx = ctx->next) {
+		if (ctx->real) {
+			ibckpt_restart_err("%s: reacquired already", ctx->ident->devname);
+			return EALREADY;
+		}
+		err = ibckpt_context_reopen(ctx, mapped_name(ctx->ident->devname, map, n));
+		if (!err)
+			err = publish_addrs(ctx);
+		if (!err)
+			err = recreate_objects(ctx);
+	}
+	*ids = idents;
+	*nids = nidents;
+	return err;
+}
+
+/**
+ * ibckpt_remap() - the job's identities in; every QP to RTR
+ * @ids: every process's identities
+ * @n: their number
+ *
+ * Return: 0 or an errno.
+ */
+int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj *o;
+	int err;
+
+	restart_msg[0] = 0;
+	if (!ibckpt_released)
+		return 0;
+	err = ibckpt_remap_set(ids, n);
+	if (err) {
+		ibckpt_restart_err("identities: %s", strerror(err));
+		return err;
+	}
+	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next) {
+		ibckpt_remap_addrs(&ctx->addrs);
+		ctx->remapped = true;
+		for_each_obj(ctx, o, false) {
+			if (o->type == IBCKPT_SNAP_AH)
+				err = ibckpt_ah_recreate(OBJ(o, struct ibckpt_ah));
+			else if (o->type == IBCKPT_SNAP_QP)
+				err = ibckpt_qp_to_rtr(OBJ(o, struct ibckpt_qp));
+			if (err)
+				break;
+		}
+	}
+	return err;
+}
+
+/**
+ * ibckpt_go() - every QP of the job is at RTR: to RTS, sends posted again
+ *
+ * The caller reopens the gates. Return: 0 or an errno.
+ */
+int ibckpt_go(void)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj *o;
+	int err = 0;
+
+	restart_msg[0] = 0;
+	if (!ibckpt_released)
+		return 0;
+	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next)
+		for_each_obj(ctx, o, false)
+			if (o->type == IBCKPT_SNAP_QP) {
+				err = ibckpt_qp_to_rts(OBJ(o, struct ibckpt_qp));
+				if (err)
+					break;
+			}
+	if (!err)
+		ibckpt_released = false;
+	return err;
+}

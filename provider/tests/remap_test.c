@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The job's identities after a reacquire (remap.c): per-device namespaces
+ * (two rxe devices both hand out QPN 17), which device an address vector
+ * reaches, and the address tables a context gets from them.
+ */
+#define UNIT_SUITE "provider/remap"
+#include <errno.h>
+#include <string.h>
+#include "../../tests/unit/unit.h"
+#include "../restart.h"
+
+bool ibckpt_debug;
+
+static struct ibckpt_ident id(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
+			      uint8_t vg, uint8_t g)
+{
+	struct ibckpt_ident e = { .kind = kind, .vid = vid, .real = real, .vdev = vdev };
+
+	e.vgid[15] = vg;
+	e.gid[15] = g;
+	return e;
+}
+
+static void same_qpn_two_devices(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_QPN, 0xa, 17, 22, 0, 0),
+				    id(IBCKPT_ID_QPN, 0xb, 17, 40, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 17, 0x1234, 0, 0) };
+	uint32_t r = 0;
+
+	CHECK_EQ(ibckpt_remap_set(v, 3), 0);
+	CHECK(ibckpt_remap_find(IBCKPT_ID_QPN, 0xa, 17, &r));
+	CHECK_EQ(r, 22);
+	CHECK(ibckpt_remap_find(IBCKPT_ID_QPN, 0xb, 17, &r));
+	CHECK_EQ(r, 40);
+	CHECK(ibckpt_remap_find(IBCKPT_ID_RKEY, 0xa, 17, &r));
+	CHECK_EQ(r, 0x1234);
+	CHECK(!ibckpt_remap_find(IBCKPT_ID_RKEY, 0xb, 17, &r));
+	CHECK(!ibckpt_remap_find(IBCKPT_ID_QPN, 0xc, 17, &r));
+	ibckpt_remap_clear();
+	CHECK(!ibckpt_remap_find(IBCKPT_ID_QPN, 0xa, 17, &r));
+}
+
+static void device_of_address(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_GID, 0xa, 0, 0, 1, 2),
+				    id(IBCKPT_ID_GID, 0xb, 0, 0, 2, 1),
+				    id(IBCKPT_ID_LID, 0xb, 7, 9, 0, 0) };
+	struct ibv_ah_attr ah = { .is_global = 1 };
+
+	CHECK_EQ(ibckpt_remap_set(v, 3), 0);
+	ah.grh.dgid.raw[15] = 2;		/* the GID peers know b by */
+	CHECK_EQ(ibckpt_remap_dev_of(&ah), 0xb);
+	ah.grh.dgid.raw[15] = 3;
+	CHECK_EQ(ibckpt_remap_dev_of(&ah), 0);
+	ah.is_global = 0;
+	ah.dlid = 7;
+	CHECK_EQ(ibckpt_remap_dev_of(&ah), 0xb);
+	ibckpt_remap_clear();
+}
+
+/* The devices swapped places: each GID the application knows is the other's now. */
+static void addresses_translated(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_GID, 0xa, 0, 0, 1, 2),
+				    id(IBCKPT_ID_GID, 0xb, 0, 0, 2, 1) };
+	struct ibckpt_addrs a;
+	struct ibv_ah_attr ah = { .is_global = 1 };
+
+	ibckpt_addrs_init(&a);
+	CHECK_EQ(ibckpt_remap_set(v, 2), 0);
+	ibckpt_remap_addrs(&a);
+	ah.grh.dgid.raw[15] = 1;
+	ibckpt_ah_attr_to_real(&a, &ah);
+	CHECK_EQ(ah.grh.dgid.raw[15], 2);
+	ibckpt_ah_attr_to_virtual(&a, &ah);
+	CHECK_EQ(ah.grh.dgid.raw[15], 1);
+	ibckpt_addrs_destroy(&a);
+	ibckpt_remap_clear();
+}
+
+static void unknown_kind_refused(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_QPN, 0xa, 17, 22, 0, 0), id(99, 0xa, 1, 2, 0, 0) };
+	uint32_t r;
+
+	CHECK_EQ(ibckpt_remap_set(v, 2), EINVAL);
+	CHECK(!ibckpt_remap_find(IBCKPT_ID_QPN, 0xa, 17, &r));
+}
+
+/* Many entries: the table grows, every one is found. */
+static void many(void)
+{
+	static struct ibckpt_ident v[5000];
+	uint32_t i, r, bad = 0;
+
+	for (i = 0; i < 5000; i++)
+		v[i] = id(IBCKPT_ID_RKEY, i % 7, i, i + 100000, 0, 0);
+	CHECK_EQ(ibckpt_remap_set(v, 5000), 0);
+	for (i = 0; i < 5000; i++)
+		bad += !ibckpt_remap_find(IBCKPT_ID_RKEY, i % 7, i, &r) || r != i + 100000;
+	CHECK_EQ(bad, 0);
+	ibckpt_remap_clear();
+}
+
+int main(void)
+{
+	RUN(same_qpn_two_devices);
+	RUN(device_of_address);
+	RUN(addresses_translated);
+	RUN(unknown_kind_refused);
+	RUN(many);
+	return unit_done();
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# What a release refuses, with a message and exit 1, leaving the job as it
+# was: a process that holds the application's own rdma_cm file (its
+# connections are kernel state no provider can release); a job that is not
+# frozen; a job released already (frozen again before its reacquire). The
+# refused jobs go on working.
+. "$(dirname "$0")/lib.sh"
+export RDMAV_DRIVERS=$PWD/provider/libibckpt
+x=tests/provider/bin/cmloop
+
+# an rdma_cm server, waiting for its client
+port=$(bed_port)
+setsid $x -s 198.18.0.1 "$port" 3 > "$T/srv" 2>&1 &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$T/srv" && break; sleep 0.1; done
+ibckpt freeze --persist 60 "$spid" > /dev/null 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
+refused 1 "rdma_cm.*cannot be released" ibckpt release -D "$T/ck" "$spid"
+ibckpt thaw "$spid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+timeout 60 $x -c 198.18.0.1 "$port" 3 > "$T/cli" 2>&1 || fail "client after the refusal: $(cat "$T/cli")"
+wait $spid || fail "server after the refusal: $(cat "$T/srv")"
+
+# not frozen; then released, frozen again: a released process holds
+# nothing of the module's, so it has no snapshot to give
+traffic_start_session 2 -P 0.2
+sid=$TRAFFIC_JOB
+traffic_wait_progress 2
+refused 1 "not frozen" ibckpt release -D "$T/ck" --session "$sid"
+ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
+ibckpt release -D "$T/ck" --session "$sid" > /dev/null 2> "$T/re" || fail "release: $(cat "$T/re")"
+ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" || fail "freeze released: $(cat "$T/fe")"
+refused 1 "they are released" ibckpt release -D "$T/ck2" --session "$sid"
+ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+ibckpt reacquire -D "$T/ck" > /dev/null 2> "$T/qe" || fail "reacquire: $(cat "$T/qe")"
+sleep 1
+kill -INT "$TRAFFIC_CLIENT_PID"
+wait "$sid"
+expect_eq 0 "$(cat "$T/client.rc")" "client exit status ($(tail -n 5 "$T/client.err"))"
+expect_eq 0 "$(cat "$T/server.rc")" "server exit status ($(tail -n 5 "$T/server.err"))"
+traffic_expect_ops 100
+pass

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The release's exactly-once check, over the snapshots of the whole job.
+ *
+ * A send that completed was received; a signaled one not completed makes
+ * the provider refuse the release by itself. What only the job as a whole
+ * can tell is the fate of the unsignaled sends after the last signaled one
+ * of a queue: they complete without a trace. The kernel reports each QP's
+ * next PSN to send (sq_psn) and the next PSN it expects (rq_psn): when a
+ * QP's sq_psn is its peer's rq_psn, the peer has received everything the
+ * QP sent. The quiesce's quiet period lets a queue transmit what was
+ * posted; a queue still transmitting shows as a mismatch, and the release
+ * is refused rather than guessed.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+#include <linux/ibckpt_snapshot.h>
+#include "peers.h"
+#include "snapshot.h"
+
+struct peer_qp {
+	const struct ibckpt_snap_qp *qp;
+	const uint8_t *gid;		/* its device's GID 0 */
+	unsigned int tgid;
+};
+
+struct peer_set {
+	struct peer_qp *v;
+	unsigned int n, cap;
+	const uint8_t *gid;		/* of the device record being walked */
+	unsigned int tgid;
+	bool nomem;
+};
+
+static void collect(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
+{
+	struct peer_set *s = arg;
+
+	if (r->type == IBCKPT_SNAP_DEVICE) {
+		s->gid = ((const struct ibckpt_snap_device *)pl)->gid;
+		return;
+	}
+	if (r->type != IBCKPT_SNAP_QP)
+		return;
+	if (s->n == s->cap) {
+		struct peer_qp *v = realloc(s->v, (s->cap * 2 + 16) * sizeof(*v));
+
+		if (!v) {
+			s->nomem = true;
+			return;
+		}
+		s->v = v;
+		s->cap = s->cap * 2 + 16;
+	}
+	s->v[s->n++] = (struct peer_qp){ .qp = pl, .gid = s->gid, .tgid = s->tgid };
+}
+
+static bool connected(const struct ibckpt_snap_qp *q)
+{
+	return (q->qp_type == IBV_QPT_RC || q->qp_type == IBV_QPT_UC) &&
+	       q->state >= IBV_QPS_RTR && q->state != IBV_QPS_ERR;
+}
+
+/* The peer @a names: its device's GID and QPN; else the one QP naming @a back. */
+static const struct peer_qp *find_peer(const struct peer_set *s, const struct peer_qp *a)
+{
+	const struct peer_qp *back = NULL;
+	unsigned int i, nback = 0;
+
+	for (i = 0; i < s->n; i++) {
+		const struct peer_qp *b = &s->v[i];
+
+		if (b->qp->vqpn != a->qp->vdest_qpn || !connected(b->qp))
+			continue;
+		/* (b may be a itself: a QP connected to itself) */
+		if (a->qp->is_global && b->gid && !memcmp(b->gid, a->qp->dgid, 16))
+			return b;
+		if (b != a && b->qp->vdest_qpn == a->qp->vqpn) {
+			back = b;
+			nback++;
+		}
+	}
+	return nback == 1 ? back : NULL;
+}
+
+int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen)
+{
+	struct peer_set s = { 0 };
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		s.gid = NULL;
+		s.tgid = ((const struct ibckpt_snap_hdr *)snaps[i])->tgid;
+		snap_foreach(snaps[i], collect, &s);
+	}
+	if (s.nomem) {
+		snprintf(why, whylen, "out of memory");
+		free(s.v);
+		return -1;
+	}
+	for (i = 0; i < s.n && !ret; i++) {
+		const struct peer_qp *a = &s.v[i], *b;
+
+		if (!connected(a->qp))
+			continue;
+		b = find_peer(&s, a);
+		if (!b) {
+			snprintf(why, whylen, "QP %u of process %u: its peer (QP %u) is not in "
+				 "the job", a->qp->vqpn, a->tgid, a->qp->vdest_qpn);
+			ret = -1;
+		} else if ((a->qp->sq_psn & 0xffffff) != (b->qp->rq_psn & 0xffffff)) {
+			snprintf(why, whylen, "QP %u of process %u has sent up to PSN %u, its "
+				 "peer QP %u of process %u expects PSN %u: requests are still "
+				 "in flight", a->qp->vqpn, a->tgid, a->qp->sq_psn, b->qp->vqpn,
+				 b->tgid, b->qp->rq_psn);
+			ret = -1;
+		}
+	}
+	free(s.v);
+	return ret;
+}

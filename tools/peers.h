@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Before a release: did every connected QP of the job receive everything
+ * its peer sent? (tools/peers.c)
+ */
+#ifndef IBCKPT_TOOLS_PEERS_H
+#define IBCKPT_TOOLS_PEERS_H
+
+#include <stddef.h>
+
+/*
+ * Every RC and UC QP of the snapshots at RTR or beyond must have its peer
+ * among them (matched by the peer device's GID and the QPN it names), and
+ * the PSN it sends next must be the one its peer expects: then every
+ * request it posted and sent executed, its unsignaled ones included.
+ * @snaps: validated snapshots; @n: how many.
+ * Return: 0, or -1 with the reason in @why.
+ */
+int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen);
+
+#endif

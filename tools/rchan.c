@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The restart channel, CLI side. The descriptors come from a snapshot or a
+ * checkpoint directory, which may be stale or forged: each must be a pipe
+ * of that very process, or nothing is written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <linux/ibckpt_restart.h>
+#include "rchan.h"
+
+static int open_pipe(unsigned int pid, int fd, int flags, char *why, size_t whylen)
+{
+	char path[64];
+	struct stat st;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
+	f = open(path, flags | O_CLOEXEC);
+	if (f < 0) {
+		snprintf(why, whylen, "process %u: cannot open its restart channel (%s): %s", pid,
+			 path, strerror(errno));
+		return -1;
+	}
+	if (fstat(f, &st) || !S_ISFIFO(st.st_mode)) {
+		snprintf(why, whylen, "process %u: descriptor %d is not its restart channel", pid,
+			 fd);
+		close(f);
+		return -1;
+	}
+	return f;
+}
+
+int rchan_open(struct rchan *c, char *why, size_t whylen)
+{
+	c->cmd = open_pipe(c->pid, c->cmd_fd, O_WRONLY, why, whylen);
+	c->reply = c->cmd < 0 ? -1 : open_pipe(c->pid, c->reply_fd, O_RDONLY | O_NONBLOCK,
+					       why, whylen);
+	if (c->reply < 0) {
+		rchan_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+void rchan_close(struct rchan *c)
+{
+	if (c->cmd >= 0)
+		close(c->cmd);
+	if (c->reply >= 0)
+		close(c->reply);
+	c->cmd = c->reply = -1;
+}
+
+static int ms_left(const struct timespec *end)
+{
+	struct timespec now;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (end->tv_sec - now.tv_sec) * 1000 + (end->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? (int)ms : 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	size_t put = 0;
+	ssize_t r;
+
+	while (put < len) {
+		r = write(fd, (const char *)buf + put, len - put);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		put += (size_t)r;
+	}
+	return 0;
+}
+
+/* Read exactly @len bytes before @end; 0, or -1 with errno (ETIMEDOUT, EPIPE). */
+static int read_all(int fd, void *buf, size_t len, const struct timespec *end)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < len) {
+		r = read(fd, (char *)buf + got, len - got);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == 0) {
+			errno = EPIPE;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		r = poll(&p, 1, ms_left(end));
+		if (r == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int rchan_call(struct rchan *c, uint32_t type, uint32_t flags, const void *payload,
+	       uint32_t len, int timeout_ms, void **out, uint32_t *outlen, char *why,
+	       size_t whylen)
+{
+	struct ibckpt_rmsg h = { .magic = IBCKPT_RMSG_MAGIC, .type = type, .status = flags,
+				 .len = len };
+	struct timespec end;
+	char *data = NULL;
+
+	if (out) {
+		*out = NULL;
+		*outlen = 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += timeout_ms / 1000;
+	end.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (end.tv_nsec >= 1000000000) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000;
+	}
+	if (write_all(c->cmd, &h, sizeof(h)) || (len && write_all(c->cmd, payload, len))) {
+		snprintf(why, whylen, "process %u: sending to its restart channel: %s", c->pid,
+			 strerror(errno));
+		return -1;
+	}
+	if (read_all(c->reply, &h, sizeof(h), &end))
+		goto broken;
+	if (h.magic != IBCKPT_RMSG_MAGIC || h.type != IBCKPT_RMSG_REPLY ||
+	    h.len > IBCKPT_RMSG_MAX_LEN) {
+		snprintf(why, whylen, "process %u: not a reply on its restart channel", c->pid);
+		return -1;
+	}
+	if (h.len) {
+		data = malloc(h.len + 1);
+		if (!data) {
+			snprintf(why, whylen, "out of memory");
+			return -1;
+		}
+		if (read_all(c->reply, data, h.len, &end)) {
+			free(data);
+			goto broken;
+		}
+		data[h.len] = 0;
+	}
+	if (h.status) {
+		snprintf(why, whylen, "process %u: %s", c->pid, data ? data : strerror((int)h.status));
+		free(data);
+		return (int)h.status;
+	}
+	if (out) {
+		*out = data;
+		*outlen = h.len;
+	} else {
+		free(data);
+	}
+	return 0;
+broken:
+	snprintf(why, whylen, "process %u: no reply on its restart channel: %s", c->pid,
+		 errno == ETIMEDOUT ? "timed out" : strerror(errno));
+	return -1;
+}

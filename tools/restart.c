@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ibckpt release / reacquire / checkpoint (Documentation/restart.rst).
+ *
+ *   release -D DIR JOB    a frozen job's providers release every vendor
+ *                         resource; DIR keeps what a reacquire needs
+ *   reacquire -D DIR      every process of DIR re-creates its objects, the
+ *                         job's new identities are exchanged, QPs are
+ *                         brought back to RTS, the gates reopen
+ *   checkpoint -D DIR --leave-running JOB
+ *                         freeze, release, thaw, reacquire in place
+ *
+ * The CLI talks to each provider through its restart channel
+ * (uapi/linux/ibckpt_restart.h) and is the job's rendezvous: it collects
+ * every process's identities and hands the merged set to all of them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <linux/ibckpt.h>
+#include <linux/ibckpt_restart.h>
+#include "cli.h"
+#include "json.h"
+#include "peers.h"
+#include "rchan.h"
+#include "snapshot.h"
+
+#define JOB_FILE	"ibckpt-job"
+#define JOB_MAGIC	"ibckpt-job 1"
+#define PHASE_MS	60000	/* a phase of one process: re-creating can take long */
+
+struct rjob {
+	struct rchan *p;
+	unsigned int n;
+};
+
+static void rjob_close(struct rjob *j)
+{
+	unsigned int i;
+
+	for (i = 0; i < j->n; i++)
+		rchan_close(&j->p[i]);
+}
+
+static void rjob_free(struct rjob *j)
+{
+	rjob_close(j);
+	free(j->p);
+	j->p = NULL;
+	j->n = 0;
+}
+
+static int rjob_add(struct rjob *j, unsigned int pid, int cmd_fd, int reply_fd)
+{
+	struct rchan *p = realloc(j->p, (j->n + 1) * sizeof(*p));
+
+	if (!p)
+		return -1;
+	j->p = p;
+	j->p[j->n++] = (struct rchan){ .pid = pid, .cmd_fd = cmd_fd, .reply_fd = reply_fd,
+				       .cmd = -1, .reply = -1 };
+	return 0;
+}
+
+/* ---- the checkpoint directory ---- */
+
+static int dir_make(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "ibckpt: %s: not a directory\n", dir);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_file(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[4096];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* addresses and keys of the job: owner only */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ok = write(fd, buf, len) == (ssize_t)len;
+	if (close(fd) || !ok) {
+		fprintf(stderr, "ibckpt: %s: write failed\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int job_save(const char *dir, const struct rjob *j, const struct cli_snaps *l)
+{
+	char *text = NULL, name[64];
+	size_t len = 0;
+	unsigned int i;
+	FILE *f;
+	int rc;
+
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n", JOB_MAGIC);
+	for (i = 0; i < j->n; i++)
+		fprintf(f, "proc %u %d %d\n", j->p[i].pid, j->p[i].cmd_fd, j->p[i].reply_fd);
+	fclose(f);
+	rc = write_file(dir, JOB_FILE, text, len);
+	free(text);
+	for (i = 0; !rc && i < l->n; i++) {
+		snprintf(name, sizeof(name), "proc-%u.snap", l->v[i].tgid);
+		rc = write_file(dir, name, l->v[i].data, l->v[i].total);
+	}
+	return rc;
+}
+
+/* A checkpoint directory's job; 0, or -1 said (missing, foreign, corrupt). */
+static int job_load(const char *dir, struct rjob *j)
+{
+	char path[4096], line[256];
+	unsigned int pid, lineno = 1;
+	int cmd, reply, end;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, JOB_FILE);
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "ibckpt: %s: %s%s\n", path, strerror(errno),
+			errno == ENOENT ? " (not a checkpoint directory of ibckpt)" : "");
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f) || strcmp(line, JOB_MAGIC "\n")) {
+		fprintf(stderr, "ibckpt: %s: not an ibckpt job file\n", path);
+		goto bad;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		end = 0;
+		if (sscanf(line, "proc %u %d %d%n", &pid, &cmd, &reply, &end) != 3 ||
+		    line[end] != '\n' || !pid || cmd < 0 || reply < 0) {
+			fprintf(stderr, "ibckpt: %s:%u: malformed line\n", path, lineno);
+			goto bad;
+		}
+		if (rjob_add(j, pid, cmd, reply))
+			goto bad;
+	}
+	fclose(f);
+	if (!j->n) {
+		fprintf(stderr, "ibckpt: %s: no process\n", path);
+		return -1;
+	}
+	return 0;
+bad:
+	fclose(f);
+	rjob_free(j);
+	return -1;
+}
+
+/* ---- the phases ---- */
+
+static int rjob_open(struct rjob *j)
+{
+	char why[512];
+	unsigned int i;
+
+	for (i = 0; i < j->n; i++) {
+		if (rchan_open(&j->p[i], why, sizeof(why))) {
+			fprintf(stderr, "ibckpt: %s\n", why);
+			rjob_close(j);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * REACQUIRE everywhere, the identities merged, REMAP everywhere (every QP
+ * at RTR), then GO everywhere: no QP sends before its peer can receive.
+ */
+static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uint32_t nmap,
+			  uint32_t *nids_out)
+{
+	struct ibckpt_ident *all = NULL;
+	uint32_t nall = 0, len;
+	char why[512];
+	unsigned int i;
+	void *ids;
+	int st, rc = -1;
+
+	for (i = 0; i < j->n; i++) {
+		st = rchan_call(&j->p[i], IBCKPT_RMSG_REACQUIRE, 0, map,
+				nmap * (uint32_t)sizeof(*map), PHASE_MS, &ids, &len, why,
+				sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
+			goto out;
+		}
+		if (len % sizeof(*all)) {
+			fprintf(stderr, "ibckpt: reacquire: process %u: malformed identities\n",
+				j->p[i].pid);
+			free(ids);
+			goto out;
+		}
+		if (len) {
+			struct ibckpt_ident *n = realloc(all, nall * sizeof(*all) + len);
+
+			if (!n) {
+				free(ids);
+				goto out;
+			}
+			all = n;
+			memcpy(all + nall, ids, len);
+			nall += len / (uint32_t)sizeof(*all);
+		}
+		free(ids);
+	}
+	for (i = 0; i < j->n; i++) {
+		st = rchan_call(&j->p[i], IBCKPT_RMSG_REMAP, 0, all, nall * (uint32_t)sizeof(*all),
+				PHASE_MS, NULL, NULL, why, sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
+			goto out;
+		}
+	}
+	for (i = 0; i < j->n; i++) {
+		st = rchan_call(&j->p[i], IBCKPT_RMSG_GO, 0, NULL, 0, PHASE_MS, NULL, NULL, why,
+				sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
+			goto out;
+		}
+	}
+	*nids_out = nall;
+	rc = 0;
+out:
+	free(all);
+	return rc;
+}
+
+/* Each snapshot's restart channel, in @j; -1 if a process has none (said). */
+static int channels_of(const struct cli_snaps *l, struct rjob *j)
+{
+	unsigned int i;
+
+	for (i = 0; i < l->n; i++) {
+		const struct ibckpt_snap_control *c = NULL;
+		const struct ibckpt_snap_hdr *h = (const void *)l->v[i].data;
+		const unsigned char *p = l->v[i].data;
+		size_t off = h->hdr_len;
+		uint32_t k;
+
+		for (k = 0; k < h->n_records; k++) {
+			const struct ibckpt_snap_rec *r = (const void *)(p + off);
+
+			if (r->type == IBCKPT_SNAP_CONTROL && r->len >= sizeof(*c))
+				c = (const void *)(r + 1);
+			off += sizeof(*r) + ((r->len + 7u) & ~7u);
+		}
+		if (!c || (int)c->cmd_fd < 0 || (int)c->reply_fd < 0) {
+			fprintf(stderr, "ibckpt: process %u has no restart channel (its provider "
+				"predates restart)\n", l->v[i].tgid);
+			return -1;
+		}
+		if (c->released) {
+			fprintf(stderr, "ibckpt: process %u is released already\n", l->v[i].tgid);
+			return -1;
+		}
+		if (rjob_add(j, l->v[i].tgid, (int)c->cmd_fd, (int)c->reply_fd))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Release the frozen @job; DIR keeps the job. A refusal of any process
+ * leaves the job as it was: the ones released are reacquired in place.
+ */
+static int release_job(struct cli_job *job, const char *dir, const char *what)
+{
+	struct cli_snaps l;
+	struct rjob j = { 0 };
+	const void **snaps;
+	char why[512];
+	unsigned int i, failed = 0;
+	uint32_t nids;
+	int st;
+
+	if (cli_get_snapshots(job, &l, what))
+		return 1;
+	snaps = calloc(l.n, sizeof(*snaps));
+	if (!snaps) {
+		cli_snaps_free(&l);
+		return 1;
+	}
+	for (i = 0; i < l.n; i++)
+		snaps[i] = l.v[i].data;
+	st = peers_check(snaps, l.n, why, sizeof(why));
+	free(snaps);
+	if (st) {
+		fprintf(stderr, "ibckpt: %s: %s\n", what, why);
+		cli_snaps_free(&l);
+		return 1;
+	}
+	if (channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j)) {
+		cli_snaps_free(&l);
+		rjob_free(&j);
+		return 1;
+	}
+	cli_snaps_free(&l);
+	for (i = 0; i < j.n; i++) {
+		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
+				PHASE_MS, NULL, NULL, why, sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
+			failed++;
+			if (st < 0)
+				break;	/* the channel is broken: stop here */
+		}
+	}
+	if (failed) {
+		/* nothing is left half-done: the ones released come back */
+		if (rjob_reacquire(&j, NULL, 0, &nids))
+			fprintf(stderr, "ibckpt: %s: and reacquiring in place failed: the job "
+				"stays released (ibckpt reacquire -D %s)\n", what, dir);
+		rjob_free(&j);
+		return 1;
+	}
+	if (json) {
+		printf("{\"released\":%u,\"dir\":", j.n);
+		json_str(stdout, dir);
+		printf("}\n");
+	} else {
+		printf("%u process%s released (%s)\n", j.n, j.n == 1 ? "" : "es", dir);
+	}
+	rjob_free(&j);
+	return 0;
+}
+
+/* "rxe0=rxe1,rxe1=rxe0" */
+static int parse_map(const char *s, struct ibckpt_rdev_map **map, uint32_t *n)
+{
+	char *copy = strdup(s), *tok, *save = NULL, *eq;
+	struct ibckpt_rdev_map *m;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		if (!eq || eq == tok || !eq[1] || (size_t)(eq - tok) >= sizeof(m->from) ||
+		    strlen(eq + 1) >= sizeof(m->to)) {
+			fprintf(stderr, "ibckpt: --map takes DEV=DEV[,DEV=DEV...], not '%s'\n", tok);
+			free(copy);
+			return -1;
+		}
+		m = realloc(*map, (*n + 1) * sizeof(*m));
+		if (!m) {
+			free(copy);
+			return -1;
+		}
+		*map = m;
+		m = &m[(*n)++];
+		memset(m, 0, sizeof(*m));
+		memcpy(m->from, tok, (size_t)(eq - tok));
+		strcpy(m->to, eq + 1);
+	}
+	free(copy);
+	return 0;
+}
+
+static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap)
+{
+	struct rjob j = { 0 };
+	uint32_t nids = 0;
+	int rc = 1;
+
+	if (job_load(dir, &j) || rjob_open(&j))
+		goto out;
+	if (rjob_reacquire(&j, map, nmap, &nids))
+		goto out;
+	if (json) {
+		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j.n, nids);
+		json_str(stdout, dir);
+		printf("}\n");
+	} else {
+		printf("%u process%s reacquired, %u identities exchanged\n", j.n,
+		       j.n == 1 ? "" : "es", nids);
+	}
+	rc = 0;
+out:
+	rjob_free(&j);
+	return rc;
+}
+
+int cmd_release(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'D' },
+		CLI_JOB_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli_job job = { 0 };
+	char what[320], desc[288];
+	const char *dir = NULL;
+	int c, err;
+
+	if (cli_job_negative(argc, argv))
+		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "D:", opts, NULL)) != -1) {
+		if (c == 'D') {
+			dir = optarg;
+			continue;
+		}
+		err = cli_job_opt(c, optarg, &job);
+		if (err <= 0)
+			goto usage;
+	}
+	if (!dir || cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+		goto usage;
+	cli_job_describe(&job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot release %s", desc);
+	return release_job(&job, dir, what);
+usage:
+	fprintf(stderr, "usage: ibckpt release -D DIR " CLI_JOB_USAGE " | --id SESSION\n");
+	return 2;
+}
+
+int cmd_reacquire(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'D' },
+		{ "map", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ibckpt_rdev_map *map = NULL;
+	const char *dir = NULL;
+	uint32_t nmap = 0;
+	int c, rc;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
+		if (c == 'D') {
+			dir = optarg;
+		} else if (c == 'm') {
+			if (parse_map(optarg, &map, &nmap)) {
+				free(map);
+				return 2;
+			}
+		} else {
+			goto usage;
+		}
+	}
+	if (!dir || optind != argc)
+		goto usage;
+	rc = reacquire_dir(dir, map, nmap);
+	free(map);
+	return rc;
+usage:
+	free(map);
+	fprintf(stderr, "usage: ibckpt reacquire -D DIR [--map DEV=DEV,...]\n");
+	return 2;
+}
+
+/* ---- criu (Documentation/restart.rst: why stock criu works on a released job) ---- */
+
+#define CRIU_DIR	"criu"		/* its images, under the checkpoint directory */
+#define DONE_FILE	"ibckpt-complete"	/* written last: the checkpoint is whole */
+
+/*
+ * Run criu with @args (NULL-terminated, after the program name), its output
+ * in @log. Return: its exit status, or -1 if it could not run.
+ */
+static int run_criu(const char *const *args, const char *log)
+{
+	const char *criu = getenv("IBCKPT_CRIU") ? getenv("IBCKPT_CRIU") : "criu";
+	const char *argv[32];
+	int i, st, fd;
+	pid_t pid;
+
+	argv[0] = criu;
+	for (i = 0; args[i] && i < 30; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0)
+			dup2(fd, 0);
+		execvp(criu, (char *const *)argv);
+		fprintf(stderr, "%s: %s\n", criu, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Does the process still hold /dev/ibckpt? (a released one drops it at the thaw) */
+static bool holds_module(unsigned int pid)
+{
+	char path[64], link[64];
+	struct dirent *d;
+	bool held = false;
+	ssize_t n;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!held && (d = readdir(dir)) != NULL) {
+		char p[320];
+
+		snprintf(p, sizeof(p), "%s/%s", path, d->d_name);
+		n = readlink(p, link, sizeof(link) - 1);
+		held = n > 0 && (link[n] = 0, !strcmp(link, "/dev/" IBCKPT_DEVICE_NAME));
+	}
+	closedir(dir);
+	return held;
+}
+
+/* Wait (up to 5 s) until no process of @j holds /dev/ibckpt: criu could not dump it. */
+static int wait_unregistered(const struct rjob *j)
+{
+	unsigned int i, tries;
+
+	for (tries = 0; tries < 500; tries++) {
+		for (i = 0; i < j->n && !holds_module(j->p[i].pid); i++)
+			;
+		if (i == j->n)
+			return 0;
+		usleep(10000);
+	}
+	fprintf(stderr, "ibckpt: process %u still holds /dev/%s after its release\n", j->p[i].pid,
+		IBCKPT_DEVICE_NAME);
+	return -1;
+}
+
+/*
+ * criu dump of the released job, rooted at @root (criu takes a process and
+ * its descendants). Its network lock is nftables': Debian's criu defaults
+ * to iptables, which a minimal system lacks.
+ */
+static int criu_dump(const char *dir, unsigned int root)
+{
+	char images[4096], log[4200], tree[16];
+	const char *args[] = { "dump", "-t", tree, "-D", images, "-v4", "--manage-cgroups=ignore",
+			       "--tcp-established", "--network-lock", "nftables", NULL };
+	int st;
+
+	snprintf(tree, sizeof(tree), "%u", root);
+	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
+	snprintf(log, sizeof(log), "%s/dump.log", dir);
+	if (dir_make(images))
+		return -1;
+	st = run_criu(args, log);
+	if (st) {
+		fprintf(stderr, "ibckpt: criu dump failed (exit %d): see %s\n", st, log);
+		return -1;
+	}
+	return 0;
+}
+
+static int criu_restore(const char *dir)
+{
+	char images[4096], log[4200];
+	const char *args[] = { "restore", "-d", "-D", images, "-v4", "--manage-cgroups=ignore",
+			       "--tcp-established", "--network-lock", "nftables", NULL };
+	int st;
+
+	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
+	snprintf(log, sizeof(log), "%s/restore.log", dir);
+	st = run_criu(args, log);
+	if (st) {
+		fprintf(stderr, "ibckpt: criu restore failed (exit %d): see %s\n", st, log);
+		return -1;
+	}
+	return 0;
+}
+
+/* The job's selector as command-line arguments, for the freeze and thaw commands. */
+static int job_args(const struct cli_job *job, char *idbuf, size_t len, char **argv)
+{
+	snprintf(idbuf, len, "%u", job->id);
+	switch (job->type) {
+	case IBCKPT_JOB_PGRP:
+		argv[0] = idbuf;
+		return 1;
+	case IBCKPT_JOB_SESSION:
+		argv[0] = "--session";
+		break;
+	case IBCKPT_JOB_TREE:
+		argv[0] = "--tree";
+		break;
+	case IBCKPT_JOB_CGROUP:
+		argv[0] = "--cgroup";
+		argv[1] = (char *)job->cgroup;
+		return 2;
+	default:
+		return 0;
+	}
+	argv[1] = idbuf;
+	return 2;
+}
+
+static int thaw_session(uint64_t id)
+{
+	char idbuf[32], *argv[] = { "thaw", "--id", idbuf, NULL };
+
+	snprintf(idbuf, sizeof(idbuf), "%llu", (unsigned long long)id);
+	return cmd_thaw(3, argv);
+}
+
+/* The process criu dumps the job from: the group's, session's or tree's leader. */
+static int dump_root(const struct cli_job *job, unsigned int *root)
+{
+	if (job->type == IBCKPT_JOB_PGRP || job->type == IBCKPT_JOB_SESSION ||
+	    job->type == IBCKPT_JOB_TREE) {
+		*root = job->id;
+		if (!kill((pid_t)job->id, 0) || errno == EPERM)
+			return 0;
+		fprintf(stderr, "ibckpt: checkpoint: the job's leader %u is gone: criu dumps a "
+			"process and its descendants\n", job->id);
+		return -1;
+	}
+	fprintf(stderr, "ibckpt: checkpoint to disk takes a process group, session or tree "
+		"(criu dumps a process and its descendants); --leave-running takes any job\n");
+	return -1;
+}
+
+int cmd_checkpoint(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'D' },
+		{ "leave-running", no_argument, NULL, 'L' },
+		{ "timeout", required_argument, NULL, 't' },
+		CLI_JOB_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	char what[320], desc[288], idbuf[32], *fargv[10];
+	const char *dir = NULL, *timeout = "10000";
+	struct cli_job job = { 0 }, by_id = { 0 };
+	struct cli_sessions l = { 0 };
+	int c, err, fargc, leave = 0, saved_json = json, rc;
+	unsigned int root = 0;
+	struct rjob j = { 0 };
+	char ext[256];
+	struct ibnl n;
+
+	if (cli_job_negative(argc, argv))
+		return 2;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "D:t:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D':
+			dir = optarg;
+			break;
+		case 'L':
+			leave = 1;
+			break;
+		case 't':
+			timeout = optarg;
+			break;
+		default:
+			err = cli_job_opt(c, optarg, &job);
+			if (err <= 0)
+				goto usage;
+		}
+	}
+	if (!dir || cli_job_finish(&job, argc, argv, optind, 0))
+		goto usage;
+	if (!leave && dump_root(&job, &root))
+		return 1;
+	cli_job_describe(&job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot checkpoint %s", desc);
+
+	/* freeze, detached from this command: the steps below are separate calls */
+	fargv[0] = "freeze";
+	fargv[1] = "--persist";
+	fargv[2] = "600";
+	fargv[3] = "--timeout";
+	fargv[4] = (char *)timeout;
+	fargc = 5 + job_args(&job, idbuf, sizeof(idbuf), fargv + 5);
+	fargv[fargc] = NULL;
+	json = 0;	/* one report, ours */
+	rc = cmd_freeze(fargc, fargv);
+	json = saved_json;
+	if (rc)
+		return rc;
+	if (ibnl_open(&n, 0))
+		return 1;
+	err = cli_get_sessions(&n, &job, &l, ext, sizeof(ext));
+	ibnl_close(&n);
+	cli_job_close();
+	if (err || l.n != 1) {
+		fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
+		free(l.v);
+		return 1;
+	}
+	by_id.session = l.v[0].id;
+	free(l.v);
+	json = 0;
+	rc = release_job(&by_id, dir, what);
+	json = saved_json;
+	/* released or not, the threads run again; a released job's gates stay closed */
+	json = 0;
+	if (thaw_session(by_id.session) || rc) {
+		json = saved_json;
+		return 1;
+	}
+	json = saved_json;
+	if (!leave) {
+		/* criu seizes the threads; none is inside a verb, each verb waits at a gate */
+		rc = job_load(dir, &j) || wait_unregistered(&j) || criu_dump(dir, root) ||
+		     write_file(dir, DONE_FILE, "", 0);
+		rjob_free(&j);
+		if (!rc) {
+			if (json) {
+				printf("{\"checkpointed\":true,\"session\":%llu,\"left_running\":false,"
+				       "\"dir\":", (unsigned long long)by_id.session);
+				json_str(stdout, dir);
+				printf("}\n");
+			} else {
+				printf("%s: checkpoint %s written; the job is gone\n", desc, dir);
+			}
+			return 0;
+		}
+		fprintf(stderr, "ibckpt: %s: the job is reacquired and runs on\n", what);
+	}
+	json = 0;
+	rc = reacquire_dir(dir, NULL, 0);
+	json = saved_json;
+	if (rc || !leave)
+		return 1;
+	if (json) {
+		printf("{\"checkpointed\":true,\"session\":%llu,\"left_running\":true,\"dir\":",
+		       (unsigned long long)by_id.session);
+		json_str(stdout, dir);
+		printf("}\n");
+	} else {
+		printf("%s: checkpoint %s: released and reacquired in place\n", desc, dir);
+	}
+	return 0;
+usage:
+	fprintf(stderr, "usage: ibckpt checkpoint -D DIR [--leave-running] [--timeout MS] "
+		CLI_JOB_USAGE "\n");
+	return 2;
+}
+
+int cmd_restart(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'D' },
+		{ "map", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ibckpt_rdev_map *map = NULL;
+	struct rjob j = { 0 };
+	char path[4200];
+	const char *dir = NULL;
+	uint32_t nmap = 0;
+	unsigned int i;
+	int c, rc = 1, saved_json;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
+		if (c == 'D') {
+			dir = optarg;
+		} else if (c == 'm') {
+			if (parse_map(optarg, &map, &nmap)) {
+				free(map);
+				return 2;
+			}
+		} else {
+			goto usage;
+		}
+	}
+	if (!dir || optind != argc)
+		goto usage;
+	if (job_load(dir, &j))
+		goto out;
+	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "ibckpt: %s: an incomplete checkpoint (no %s): not restarted\n",
+			dir, DONE_FILE);
+		goto out;
+	}
+	for (i = 0; i < j.n; i++) {
+		if (!kill((pid_t)j.p[i].pid, 0) || errno == EPERM) {
+			fprintf(stderr, "ibckpt: process %u exists: the job still runs, or its pid "
+				"is taken (criu restores the same pids)\n", j.p[i].pid);
+			goto out;
+		}
+	}
+	if (criu_restore(dir))
+		goto out;
+	saved_json = json;
+	json = 0;
+	rc = reacquire_dir(dir, map, nmap);
+	json = saved_json;
+	if (rc) {
+		fprintf(stderr, "ibckpt: the job is restored but released: its verbs wait "
+			"(ibckpt reacquire -D %s)\n", dir);
+		goto out;
+	}
+	if (json) {
+		printf("{\"restarted\":%u,\"dir\":", j.n);
+		json_str(stdout, dir);
+		printf("}\n");
+	} else {
+		printf("%u process%s restarted from %s\n", j.n, j.n == 1 ? "" : "es", dir);
+	}
+out:
+	rjob_free(&j);
+	free(map);
+	return rc;
+usage:
+	free(map);
+	fprintf(stderr, "usage: ibckpt restart -D DIR [--map DEV=DEV,...]\n");
+	return 2;
+}

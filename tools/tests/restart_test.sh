@@ -1,0 +1,53 @@
+#!/bin/bash
+# ibckpt reacquire against checkpoint directories that are not what they
+# claim: missing, foreign, corrupt, naming a process that is gone or
+# descriptors that are not a restart channel. Each is refused with a clear
+# message and exit 1 before anything is written to any process; bad command
+# lines exit 2. No module is needed: the CLI reads the directory and opens
+# /proc/PID/fd itself.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ibckpt=./ibckpt
+T=$(mktemp -d)
+sleep 60 3< /dev/null 4< /dev/null &
+victim=$!
+trap 'kill $victim 2> /dev/null; rm -rf "$T"' EXIT
+rc=0
+
+expect() {	# NAME STATUS MESSAGE-REGEX -- ARGS
+	local name=$1 want=$2 re=$3 got
+	shift 4
+	"$ibckpt" "$@" > "$T/out" 2> "$T/err"
+	got=$?
+	if [ "$got" = "$want" ] && grep -Eq -- "$re" "$T/err"; then
+		echo "PASS: restart/$name"
+	else
+		echo "FAIL: restart/$name (exit $got, want $want): $(cat "$T/err")"
+		rc=1
+	fi
+}
+
+job() { mkdir -p "$T/$1"; printf '%b' "$2" > "$T/$1/ibckpt-job"; }
+
+expect missing_dir 1 "not a checkpoint directory of ibckpt" -- reacquire -D "$T/none"
+job foreign 'hello\n'
+expect foreign_file 1 "not an ibckpt job file" -- reacquire -D "$T/foreign"
+job malformed 'ibckpt-job 1\nproc 12 x 4\n'
+expect malformed_line 1 "ibckpt-job:2: malformed line" -- reacquire -D "$T/malformed"
+job trailing 'ibckpt-job 1\nproc 12 3 4 5\n'
+expect trailing_field 1 "malformed line" -- reacquire -D "$T/trailing"
+job empty 'ibckpt-job 1\n'
+expect no_process 1 "no process" -- reacquire -D "$T/empty"
+job gone 'ibckpt-job 1\nproc 4194303 3 4\n'
+expect process_gone 1 "process 4194303: cannot open its restart channel" -- reacquire -D "$T/gone"
+job notpipe "ibckpt-job 1\nproc $victim 3 4\n"
+expect not_a_pipe 1 "process $victim: descriptor 3 is not its restart channel" -- \
+	reacquire -D "$T/notpipe"
+expect usage_no_dir 2 "usage: ibckpt reacquire" -- reacquire
+expect bad_map 2 "--map takes DEV=DEV" -- reacquire -D "$T/foreign" --map rxe0
+expect map_too_long 2 "--map takes DEV=DEV" -- \
+	reacquire -D "$T/foreign" --map "rxe0=$(printf 'x%.0s' $(seq 80))"
+expect release_usage 2 "usage: ibckpt release" -- release 1234
+expect checkpoint_usage 2 "usage: ibckpt checkpoint" -- checkpoint 1234
+kill -0 $victim || { echo "FAIL: restart/victim_untouched (the process died)"; rc=1; }
+exit $rc

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * ibckpt restart protocol: the CLI and a provider's control thread.
+ *
+ * Release and reacquire do not go through the module: a released process
+ * holds nothing of the module's (a checkpointer must be able to dump it),
+ * and after a restore it is a new process for the module. Each provider
+ * owns two pipes, both ends held by its process: commands (the CLI writes,
+ * the control thread reads) and replies (the other way). The CLI opens them
+ * through /proc/PID/fd/N, which needs ptrace read access to the process,
+ * as a checkpointer has; the fd numbers are in the process's snapshot
+ * (struct ibckpt_snap_control). Pipes survive a checkpoint and restore with
+ * their numbers, so the same channel serves a reacquire in place and one
+ * after a restore.
+ *
+ * Every message is a struct ibckpt_rmsg followed by @len bytes of payload.
+ * Documentation/restart.rst describes the phases.
+ */
+#ifndef _UAPI_LINUX_IBCKPT_RESTART_H
+#define _UAPI_LINUX_IBCKPT_RESTART_H
+
+#include <linux/types.h>
+
+#define IBCKPT_RMSG_MAGIC	0x69625273	/* "ibRs" */
+#define IBCKPT_RMSG_MAX_LEN	(16u << 20)	/* a reader's sanity bound */
+
+/**
+ * enum ibckpt_rmsg_type - what a message asks, or that it answers
+ * @IBCKPT_RMSG_RELEASE: release every vendor resource (the process must be
+ *	quiesced by a freeze); payload: none; @status: IBCKPT_RREL_* flags
+ * @IBCKPT_RMSG_REACQUIRE: open the devices again and re-create every object
+ *	up to the point where peers' identities are needed; payload: struct
+ *	ibckpt_rdev_map entries (device renames); the reply carries the
+ *	process's struct ibckpt_ident entries
+ * @IBCKPT_RMSG_REMAP: the identities of every process of the job (struct
+ *	ibckpt_ident entries); bring every QP to RTR and re-post receives
+ * @IBCKPT_RMSG_GO: every QP of the job is at RTR: move to RTS, re-post
+ *	sends, reopen the verbs gates
+ * @IBCKPT_RMSG_REPLY: the answer to the last command; @status 0 or a
+ *	positive errno, then a NUL-terminated message as payload
+ */
+enum ibckpt_rmsg_type {
+	IBCKPT_RMSG_RELEASE = 1,
+	IBCKPT_RMSG_REACQUIRE,
+	IBCKPT_RMSG_REMAP,
+	IBCKPT_RMSG_GO,
+	IBCKPT_RMSG_REPLY,
+};
+
+/* RELEASE flags (in @status of the command) */
+#define IBCKPT_RREL_PEERS_CHECKED	1	/* every RC peer's expected PSN matched */
+
+/**
+ * struct ibckpt_rmsg - header of a restart message
+ * @magic: IBCKPT_RMSG_MAGIC
+ * @type: enum ibckpt_rmsg_type
+ * @status: a command's flags, or a reply's errno
+ * @len: payload bytes that follow, at most IBCKPT_RMSG_MAX_LEN
+ */
+struct ibckpt_rmsg {
+	__u32 magic;
+	__u32 type;
+	__u32 status;
+	__u32 len;
+};
+
+/**
+ * struct ibckpt_rdev_map - REACQUIRE: a device to open instead of another
+ * @from: the device name the process opened (e.g. "rxe0"), NUL-terminated
+ * @to: the device to open in its place, NUL-terminated
+ */
+struct ibckpt_rdev_map {
+	char from[64];
+	char to[64];
+};
+
+/**
+ * enum ibckpt_ident_kind - what a struct ibckpt_ident maps
+ * @IBCKPT_ID_GID: the device's GID @vgid is @gid now
+ * @IBCKPT_ID_LID: the device's LID @vid is @real now
+ * @IBCKPT_ID_QPN: the device's QP known as @vid is QPN @real now
+ * @IBCKPT_ID_RKEY: the device's MR known by rkey @vid has rkey @real now
+ */
+enum ibckpt_ident_kind {
+	IBCKPT_ID_GID = 1,
+	IBCKPT_ID_LID,
+	IBCKPT_ID_QPN,
+	IBCKPT_ID_RKEY,
+};
+
+/**
+ * struct ibckpt_ident - one identity that changed in a reacquire
+ * @kind: enum ibckpt_ident_kind
+ * @vid: the identity the application and its peers know (QPN, rkey, LID)
+ * @real: what it is now
+ * @pad: 0
+ * @vdev: the device the identity belongs to, by the node GUID it had when
+ *	the application first opened it: QPNs and keys are per device
+ * @vgid: IBCKPT_ID_GID: the GID peers know
+ * @gid: IBCKPT_ID_GID: the GID it is now
+ */
+struct ibckpt_ident {
+	__u32 kind;
+	__u32 vid;
+	__u32 real;
+	__u32 pad;
+	__u64 vdev;
+	__u8 vgid[16];
+	__u8 gid[16];
+};
+
+#endif
