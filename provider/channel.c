@@ -8,10 +8,13 @@
  * application's channel must never receive the vendor's events. When a CQ is
  * first created on an application channel, we create a channel of our own on
  * the vendor's context for the vendor's CQs, and make the application's
- * channel fd (same number, same flags) the read end of a pipe. One forwarder
- * thread per process reads the vendor's events, acknowledges them (the
- * vendor's destroy waits for that) and writes the shadow CQ's pointer into
- * the pipe: ibv_get_cq_event() then returns the shadow and its cq_context.
+ * channel fd (same number, same flags) the read end of a pipe. The
+ * process's control thread (control.c), or without one a forwarder thread,
+ * reads the vendor's events, acknowledges them (the vendor's destroy waits
+ * for that) and writes the shadow CQ's pointer into the pipe:
+ * ibv_get_cq_event() then returns the shadow and its cq_context. The
+ * control thread is never parked by a freeze: it never stops between
+ * reading an event and acknowledging it.
  *
  * Which channel is which. ibv_create_comp_channel() and
  * ibv_destroy_comp_channel() are libibverbs code with no provider op: a
@@ -63,6 +66,7 @@ static unsigned int nchans, chans_cap;
 static unsigned long chans_gen;		/* bumped on every list change */
 static int wake_fd = -1;		/* tells the forwarder the list changed */
 static bool fwd_started;
+static bool fwd_thread;			/* a thread of its own forwards (no control thread) */
 static unsigned long fwd_polled_gen;	/* the list the forwarder polls; chan_lock */
 static pthread_cond_t fwd_polled = PTHREAD_COND_INITIALIZER;
 
@@ -96,7 +100,8 @@ static void chan_drop(unsigned int i)
  * destroy, and with it ibckpt_destroy_cq(), waits for that, so the shadow
  * outlives every access here.
  */
-static void forward_event(struct fwd_chan *fc)
+/* One event of the vendor's channel into the application's; false: none pending. */
+static bool forward_event(struct fwd_chan *fc)
 {
 	struct ibckpt_cq *cq;
 	struct ibv_cq *rcq;
@@ -104,7 +109,7 @@ static void forward_event(struct fwd_chan *fc)
 	uint64_t handle;
 
 	if (ibv_get_cq_event(fc->chan.real, &rcq, &shadow))
-		return;
+		return false;
 	cq = shadow;
 	atomic_store(&cq->armed, false);
 	handle = (uintptr_t)&cq->ibv_cq;
@@ -114,71 +119,107 @@ static void forward_event(struct fwd_chan *fc)
 	else
 		fprintf(stderr, "ibckpt: completion event lost: %s\n", strerror(errno));
 	ibv_ack_cq_events(rcq, 1);
+	return true;
 }
 
+/**
+ * ibckpt_fwd_build() - what the forwarding thread polls: the wake-up fd, then
+ *	each channel's vendor fd and our pipe's write end
+ * @f: its state (pollfd array, channels seen, their count and list generation)
+ * @control: the caller is the control thread (else the forwarder thread)
+ *
+ * Return: entries to poll (at least 1), 0 if the caller does not forward
+ * (yet).
+ */
+unsigned int ibckpt_fwd_build(struct ibckpt_fwd_poll *f, bool control)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&chan_lock);
+	if (wake_fd < 0 || (control && fwd_thread)) {
+		pthread_mutex_unlock(&chan_lock);
+		return 0;
+	}
+	if (2 * nchans + 1 > f->cap) {
+		f->cap = 2 * nchans + 16;
+		f->pfd = realloc(f->pfd, f->cap * sizeof(*f->pfd));
+		f->seen = realloc(f->seen, f->cap * sizeof(*f->seen));
+		if (!f->pfd || !f->seen)
+			abort();
+	}
+	f->n = fwd_started ? nchans : 0;
+	f->gen = chans_gen;
+	f->pfd[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
+	for (i = 0; i < f->n; i++) {
+		f->seen[i] = chans[i];
+		/* released (restart.h): nothing to poll until reacquired */
+		f->pfd[1 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.real ?
+						     chans[i]->chan.real->fd : -1,
+						     .events = POLLIN };
+		f->pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr };
+	}
+	fwd_polled_gen = f->gen;
+	pthread_cond_broadcast(&fwd_polled);
+	pthread_mutex_unlock(&chan_lock);
+	return 1 + 2 * f->n;
+}
+
+/**
+ * ibckpt_fwd_handle() - forward what the poll of ibckpt_fwd_build()'s set found
+ * @f: the state the poll used (its revents filled)
+ */
+void ibckpt_fwd_handle(struct ibckpt_fwd_poll *f)
+{
+	unsigned int i;
+
+	if (f->pfd[0].revents & POLLIN) {
+		uint64_t v;
+
+		if (read(wake_fd, &v, sizeof(v)) < 0)
+			ibckpt_dbg("forwarder wake-up: %s", strerror(errno));
+		return;		/* the list changed: rebuild */
+	}
+	pthread_mutex_lock(&chan_lock);
+	if (f->gen != chans_gen) {
+		/* Something we polled may be gone; what is pending stays pending. */
+		pthread_mutex_unlock(&chan_lock);
+		return;
+	}
+	for (i = 0; i < f->n; i++) {
+		struct fwd_chan *fc = f->seen[i];
+
+		if (f->pfd[1 + 2 * i].revents & POLLIN)
+			forward_event(fc);
+		if (f->pfd[2 + 2 * i].revents & (POLLERR | POLLHUP))
+			fc->dead = true;	/* the application closed its channel */
+	}
+	/* Free closed channels no CQ uses any more. */
+	for (i = 0; i < nchans;) {
+		if (chans[i]->dead && !chans[i]->chan.users)
+			chan_drop(i);
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&chan_lock);
+}
+
+/*
+ * The forwarder thread of a process without a control thread (no module):
+ * with one, the control thread forwards (control.c), so that a freeze never
+ * parks the forwarding between reading an event and acknowledging it, which
+ * the vendor's destroy of that CQ would wait for.
+ */
 static void *forwarder(void *arg)
 {
-	struct pollfd *pfd = NULL;
-	struct fwd_chan **seen = NULL;
-	unsigned int i, n = 0, cap = 0;
-	unsigned long gen;
+	struct ibckpt_fwd_poll f = { 0 };
+	unsigned int n;
 
 	(void)arg;
 	for (;;) {
-		pthread_mutex_lock(&chan_lock);
-		if (2 * nchans + 1 > cap) {
-			cap = 2 * nchans + 16;
-			pfd = realloc(pfd, cap * sizeof(*pfd));
-			seen = realloc(seen, cap * sizeof(*seen));
-			if (!pfd || !seen)
-				abort();
-		}
-		n = nchans;
-		gen = chans_gen;
-		pfd[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
-		for (i = 0; i < n; i++) {
-			seen[i] = chans[i];
-			/* released (restart.h): nothing to poll until reacquired */
-			pfd[1 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.real ?
-								chans[i]->chan.real->fd : -1,
-							  .events = POLLIN };
-			pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr };
-		}
-		fwd_polled_gen = gen;
-		pthread_cond_broadcast(&fwd_polled);
-		pthread_mutex_unlock(&chan_lock);
-
-		if (poll(pfd, 1 + 2 * n, -1) < 0)
+		n = ibckpt_fwd_build(&f, false);
+		if (poll(f.pfd, n, -1) < 0)
 			continue;	/* EINTR (e.g. the park of a freeze) */
-		if (pfd[0].revents & POLLIN) {
-			uint64_t v;
-
-			if (read(wake_fd, &v, sizeof(v)) < 0)
-				continue;
-			continue;	/* the list changed: rebuild */
-		}
-		pthread_mutex_lock(&chan_lock);
-		if (gen != chans_gen) {
-			/* Something we polled may be gone; what is pending stays pending. */
-			pthread_mutex_unlock(&chan_lock);
-			continue;
-		}
-		for (i = 0; i < n; i++) {
-			struct fwd_chan *fc = seen[i];
-
-			if (pfd[1 + 2 * i].revents & POLLIN)
-				forward_event(fc);
-			if (pfd[2 + 2 * i].revents & (POLLERR | POLLHUP))
-				fc->dead = true;	/* the application closed its channel */
-		}
-		/* Free closed channels no CQ uses any more. */
-		for (i = 0; i < nchans;) {
-			if (chans[i]->dead && !chans[i]->chan.users)
-				chan_drop(i);
-			else
-				i++;
-		}
-		pthread_mutex_unlock(&chan_lock);
+		ibckpt_fwd_handle(&f);
 	}
 	return NULL;
 }
@@ -193,9 +234,15 @@ static int start_forwarder(void)
 
 	if (fwd_started)
 		return 0;
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0)
+		wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (wake_fd < 0)
 		return errno;
+	if (ibckpt_control_forwards()) {	/* its poll takes the channels in */
+		fwd_started = true;
+		wake_forwarder();
+		return 0;
+	}
 	/* Signals are the application's business: keep them off this thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -204,13 +251,30 @@ static int start_forwarder(void)
 	err = pthread_create(&t, &attr, forwarder, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		close(wake_fd);
-		wake_fd = -1;
+	if (err)
 		return err;
-	}
+	fwd_thread = true;
 	fwd_started = true;
 	return 0;
+}
+
+/**
+ * ibckpt_fwd_orphaned() - the control thread will not forward after all
+ *
+ * Its registration failed: a forwarder thread of its own takes the channels
+ * (no module, no freeze to fear). Return: 0 or an errno.
+ */
+int ibckpt_fwd_orphaned(void)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&chan_lock);
+	if (fwd_started && !fwd_thread) {
+		fwd_started = false;
+		err = start_forwarder();
+	}
+	pthread_mutex_unlock(&chan_lock);
+	return err;
 }
 
 /*
@@ -414,10 +478,9 @@ void ibckpt_channel_cleanup(struct ibckpt_context *ctx)
 
 /*
  * Restart (restart.h): the context's vendor channels go after its CQs. A
- * poll() holds the files it polls: the forwarder is woken to poll without
- * them. Released, the process is frozen: the forwarder is parked, outside
- * poll() (the park interrupted it), and only rebuilds its list once thawed;
- * so it is waited for a moment only, in case it runs.
+ * poll() holds the files it polls: a forwarder thread is woken to poll
+ * without them (it may be parked by the freeze, outside poll(): it is waited
+ * for a moment only). The control thread, which releases, forwards itself.
  */
 void ibckpt_channel_release(struct ibckpt_context *ctx)
 {
@@ -434,7 +497,7 @@ void ibckpt_channel_release(struct ibckpt_context *ctx)
 		fc->chan.real = NULL;
 		chans_gen++;
 	}
-	if (fwd_started) {
+	if (fwd_started && fwd_thread) {	/* else we are the forwarder */
 		struct timespec until;
 
 		wake_forwarder();
@@ -479,4 +542,63 @@ struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
 	}
 	pthread_mutex_unlock(&chan_lock);
 	return real;
+}
+
+/**
+ * ibckpt_fwd_flush() - forward every event the context's vendor channels hold
+ * @ctx: a context about to be released
+ *
+ * The vendor's channels are non-blocking: this returns once each is empty.
+ * Context: the control thread (which forwards: nothing else reads them).
+ */
+void ibckpt_fwd_flush(struct ibckpt_context *ctx)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&chan_lock);
+	for (i = 0; i < nchans; i++)
+		if (chans[i]->ctx == ctx && chans[i]->chan.real)
+			while (forward_event(chans[i]))
+				;
+	pthread_mutex_unlock(&chan_lock);
+}
+
+/**
+ * ibckpt_channel_notify() - the event a released CQ owes its application
+ * @cq: a CQ whose vendor CQ is gone, armed, with completions in its private
+ *	queue
+ *
+ * The application armed it and waits for an event; the completions that
+ * would have raised it were drained, and the vendor's CQ that would have
+ * raised it is destroyed (its unread events with it): it gets one here.
+ */
+void ibckpt_channel_notify(struct ibckpt_cq *cq)
+{
+	uint64_t handle = (uintptr_t)&cq->ibv_cq;
+
+	pthread_mutex_lock(&chan_lock);
+	if (write(cq->chan->pipe_wr, &handle, sizeof(handle)) == sizeof(handle)) {
+		cq->events_sent++;
+		atomic_store(&cq->armed, false);
+	}
+	pthread_mutex_unlock(&chan_lock);
+}
+
+/**
+ * ibckpt_fwd_init() - the forwarder's wake-up, before any channel exists
+ *
+ * Called by the control thread's start: its poll includes it from the
+ * start, so that the first channel wakes it. Return: 0 or an errno.
+ */
+int ibckpt_fwd_init(void)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&chan_lock);
+	if (wake_fd < 0)
+		wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0)
+		err = errno;
+	pthread_mutex_unlock(&chan_lock);
+	return err;
 }

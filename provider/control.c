@@ -6,8 +6,9 @@
  * that a freeze never parks it. On IBCKPT_EV_QUIESCE it closes the verbs
  * gate of every context (waiting for the threads inside a verb to leave),
  * then drains every CQ into its private queue until every signaled send has
- * completed and no completion arrived for a quiet period, or a bound is
- * reached (late completions: the peer may still be sending); it answers with
+ * completed and, for a quiet period, no completion arrived and no connected
+ * QP's PSNs moved (unsignaled requests in flight show only there), or a bound
+ * is reached (late completions: the peer may still be sending); it answers with
  * what it drained and how many sends have not been seen to complete
  * (unsignaled sends after the last signaled one complete without a trace).
  * The gates stay closed until IBCKPT_EV_THAW or IBCKPT_EV_ABORT. Between the
@@ -43,6 +44,25 @@ static bool fault_no_answer;
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ctl_pid;			/* process that started it (fork resets) */
+static atomic_bool ctl_forwarding;	/* it forwards completion events (channel.c) */
+
+/*
+ * Does the control thread forward completion events? It does once started:
+ * a freeze never parks it, so it never stops between reading a vendor event
+ * and acknowledging it (the vendor's destroy of that CQ would wait forever).
+ */
+bool ibckpt_control_forwards(void)
+{
+	return atomic_load(&ctl_forwarding) && ctl_pid == getpid();
+}
+
+/* Registration failed: a forwarder thread of its own takes over. */
+static void stop_forwarding(void)
+{
+	atomic_store(&ctl_forwarding, false);
+	if (ibckpt_fwd_orphaned())
+		fprintf(stderr, "ibckpt: cannot start the completion event forwarder\n");
+}
 
 static unsigned int env_ms(const char *name, unsigned int def)
 {
@@ -105,6 +125,36 @@ static uint64_t sends_outstanding(uint64_t *signaled)
 	return n;
 }
 
+/*
+ * A digest of every connected RC and UC QP's PSNs (sent next, expected
+ * next). It moves while a queue still transmits what was posted before the
+ * gates closed, or receives what its peer still sends: requests whose
+ * completions do not show (unsignaled ones). The gates are closed: no QP
+ * is created or destroyed meanwhile.
+ */
+static uint64_t psn_digest(void)
+{
+	struct ibv_qp_init_attr init;
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj *o;
+	struct ibv_qp_attr a;
+	uint64_t d = 0;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
+			struct ibckpt_qp *qp = ibckpt_container_of(o, struct ibckpt_qp, obj);
+
+			if (o->type != IBCKPT_SNAP_QP || qp->opened || !qp->real ||
+			    (qp->vqp.qp.qp_type != IBV_QPT_RC && qp->vqp.qp.qp_type != IBV_QPT_UC) ||
+			    ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
+					 &init) || a.qp_state < IBV_QPS_RTR)
+				continue;
+			d = d * 1000003u + ((uint64_t)a.sq_psn << 24 | a.rq_psn);
+		}
+	}
+	return d;
+}
+
 static uint32_t drain_all(void)
 {
 	struct ibckpt_context *ctx;
@@ -140,7 +190,7 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 	unsigned int bound_ms = env_ms("IBCKPT_DRAIN_MS", 1000);
 	struct ibckpt_context *ctx;
 	double start, last;
-	uint64_t left = 0, signaled = 0;
+	uint64_t left = 0, signaled = 0, psn;
 
 	if (ibckpt_released) {	/* no vendor object: the gates are closed already */
 		ibckpt_quiesced = true;
@@ -157,12 +207,15 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 		atomic_fetch_add(&ctx->stats.quiesces, 1);
 	}
 	start = last = now_ms();
+	psn = psn_digest();
 	for (;;) {
 		uint32_t got = drain_all();
+		uint64_t p = psn_digest();
 
 		q->n_drained += got;
-		if (got)
+		if (got || p != psn)	/* completions, or packets still moving */
 			last = now_ms();
+		psn = p;
 		signaled = 0;
 		left = sends_outstanding(&signaled);
 		if (!signaled && now_ms() - last >= quiet_ms)
@@ -316,20 +369,35 @@ int ibckpt_control_reattach(void)
 
 static void *control_main(void *arg)
 {
+	struct ibckpt_fwd_poll f = { 0 };
+	struct pollfd *p = NULL;
+	unsigned int n, cap = 0;
+
 	ctl_fd = (int)(intptr_t)arg;
 	if (register_fd(ctl_fd)) {
 		close(ctl_fd);
 		ctl_fd = -1;
+		stop_forwarding();
 		return NULL;
 	}
 	for (;;) {
-		struct pollfd p[2] = { { .fd = ctl_fd, .events = POLLIN },
-				       { .fd = ibckpt_rctl_wait_fd(), .events = POLLIN } };
-
-		if (ctl_fd < 0 && p[1].fd < 0)
-			break;
-		if (poll(p, 2, -1) < 0)
+		/* the module's events, the restart channel, the completion channels */
+		n = ibckpt_fwd_build(&f, true);
+		if (n + 2 > cap) {
+			cap = n + 16;
+			p = realloc(p, cap * sizeof(*p));
+			if (!p)
+				abort();
+		}
+		p[0] = (struct pollfd){ .fd = ctl_fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = ibckpt_rctl_wait_fd(), .events = POLLIN };
+		memcpy(p + 2, f.pfd, n * sizeof(*p));
+		if (poll(p, n + 2, -1) < 0)
 			continue;	/* EINTR */
+		if (n) {
+			memcpy(f.pfd, p + 2, n * sizeof(*p));
+			ibckpt_fwd_handle(&f);
+		}
 		/* the module's events first: a thaw comes before the reacquire after it */
 		if (p[0].fd >= 0 && (p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
 		    !handle_event(&ctl_fd)) {
@@ -339,7 +407,6 @@ static void *control_main(void *arg)
 		if (p[1].revents & POLLIN)
 			ibckpt_rctl_serve();
 	}
-	return NULL;
 }
 
 /**
@@ -366,6 +433,11 @@ void ibckpt_control_start(void)
 			   strerror(errno));
 		goto out;
 	}
+	if (ibckpt_fwd_init()) {
+		close(fd);
+		goto out;
+	}
+	atomic_store(&ctl_forwarding, true);
 	/* Signals are the application's: none is delivered to this thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -377,6 +449,7 @@ void ibckpt_control_start(void)
 	if (err) {
 		fprintf(stderr, "ibckpt: cannot start the control thread: %s\n", strerror(err));
 		close(fd);
+		stop_forwarding();
 	}
 out:
 	pthread_mutex_unlock(&ctl_lock);

@@ -299,6 +299,9 @@ void ibckpt_cq_release(struct ibckpt_cq *cq)
 	if (cq->real && ibv_destroy_cq(cq->real))
 		ibckpt_dbg("release: the vendor kept a CQ busy");
 	cq->real = NULL;
+	/* armed, and what would have raised its event was drained: it is owed one */
+	if (cq->chan && atomic_load(&cq->armed) && !ibckpt_vcq_empty(&cq->vcq))
+		ibckpt_channel_notify(cq);
 }
 
 int ibckpt_cq_recreate(struct ibckpt_cq *cq)

@@ -355,6 +355,23 @@ extern struct ibckpt_gate ibckpt_open_gate;
 void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint32_t *acked,
 		       uint32_t obtained);
 
+/* channel.c: the forwarding of completion events (the control thread's, if any) */
+struct fwd_chan;
+struct pollfd;
+struct ibckpt_fwd_poll {
+	struct pollfd *pfd;
+	struct fwd_chan **seen;
+	unsigned int n, cap;
+	unsigned long gen;
+};
+unsigned int ibckpt_fwd_build(struct ibckpt_fwd_poll *f, bool control);
+void ibckpt_fwd_handle(struct ibckpt_fwd_poll *f);
+int ibckpt_fwd_orphaned(void);
+int ibckpt_fwd_init(void);
+void ibckpt_fwd_flush(struct ibckpt_context *ctx);
+void ibckpt_channel_notify(struct ibckpt_cq *cq);
+bool ibckpt_control_forwards(void);	/* control.c */
+
 /* channel.c */
 int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
 		       struct ibckpt_channel **out);

@@ -268,6 +268,11 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	struct ibv_qp_attr ra, *va = attr;
 	int ret;
 
+	/*
+	 * Inside the gate: a snapshot reads the QP's state and history while
+	 * closed, and a restart rewrites the translations used below.
+	 */
+	ibckpt_gate_enter(&qp->ctx->gate);
 	/* Address vectors name virtual addresses (addr.h): the vendor gets real ones. */
 	if (mask & (IBV_QP_AV | IBV_QP_ALT_PATH)) {
 		ra = *attr;
@@ -289,8 +294,6 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		if (ibckpt_remap_find(IBCKPT_ID_QPN, qp->rel.peer_vdev, attr->dest_qp_num, &r))
 			ra.dest_qp_num = r;
 	}
-	/* Inside the gate: a snapshot reads the QP's state and history while closed. */
-	ibckpt_gate_enter(&qp->ctx->gate);
 	ret = ibv_modify_qp(qp->real, va, mask);
 	if (!ret) {
 		bool reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
@@ -539,7 +542,12 @@ int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 			last = last->next;
 		end = last->next;
 		last->next = NULL;
-		ret = aw ? post_atomic_writes(qp, wr, bad) : post_send_list(qp, wr, bad);
+		if (__builtin_expect(ctx->remapped, 0))	/* restarted: translated (restart.h) */
+			ret = aw ? EOPNOTSUPP : post_send_xlate(qp, wr, bad);
+		else
+			ret = aw ? post_atomic_writes(qp, wr, bad) : post_send_list(qp, wr, bad);
+		if (ret && aw && ctx->remapped)
+			*bad = wr;
 		last->next = end;
 		wr = end;
 	}
@@ -560,8 +568,12 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct ibckpt_context *ctx = qp->ctx;
 	int ret;
 
-	if (!qp->rq_logged)	/* SRQ or XRC: the vendor's answer, unlogged */
-		return ibv_post_recv(qp->real, wr, bad);
+	if (!qp->rq_logged) {	/* SRQ or XRC: the vendor's answer, unlogged */
+		ibckpt_gate_enter(&ctx->gate);
+		ret = ibv_post_recv(qp->real, wr, bad);
+		ibckpt_gate_exit(&ctx->gate);
+		return ret;
+	}
 	ibckpt_gate_enter(&ctx->gate);
 	ibckpt_spin_lock(&qp->rq_lock);
 	if (__builtin_expect(ctx->remapped, 0)) {
@@ -751,10 +763,9 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 	enum ibv_qp_type t = qp->vqp.qp.qp_type;
 	uint32_t live, sig;
 
-	if (qp->opened || qp->xrcd || qp->qpx ||
-	    (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_UD)) {
+	if (qp->opened || qp->xrcd || (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_UD)) {
 		ibckpt_restart_err("QP %u: type %d%s cannot be released yet", qp->vqp.qp.qp_num, t,
-				   qp->qpx ? " with the ibv_wr_* API" : "");
+				   qp->opened ? " (opened)" : "");
 		return EOPNOTSUPP;
 	}
 	ibckpt_spin_lock(&qp->sq_lock);

@@ -217,6 +217,8 @@ int ibckpt_release(uint32_t flags)
 		/* completions since the quiesce's drain are the application's */
 		for (cq = ctx->cqs; cq; cq = cq->next)
 			ibckpt_cq_drain(cq);
+		/* and so are the events raised for them: a destroyed CQ's are dropped */
+		ibckpt_fwd_flush(ctx);
 		release_objects(ctx);
 		ibckpt_channel_release(ctx);
 		err = ibckpt_context_release(ctx);

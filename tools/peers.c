@@ -113,12 +113,13 @@ int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whyl
 			snprintf(why, whylen, "QP %u of process %u: its peer (QP %u) is not in "
 				 "the job", a->qp->vqpn, a->tgid, a->qp->vdest_qpn);
 			ret = -1;
-		} else if ((a->qp->sq_psn & 0xffffff) != (b->qp->rq_psn & 0xffffff)) {
+		} else if (a->qp->state >= IBV_QPS_RTS &&	/* at RTR it sends nothing */
+			   (a->qp->sq_psn & 0xffffff) != (b->qp->rq_psn & 0xffffff)) {
 			snprintf(why, whylen, "QP %u of process %u has sent up to PSN %u, its "
 				 "peer QP %u of process %u expects PSN %u: requests are still "
 				 "in flight", a->qp->vqpn, a->tgid, a->qp->sq_psn, b->qp->vqpn,
 				 b->tgid, b->qp->rq_psn);
-			ret = -1;
+			ret = -2;
 		}
 	}
 	free(s.v);

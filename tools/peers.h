@@ -14,7 +14,8 @@
  * the PSN it sends next must be the one its peer expects: then every
  * request it posted and sent executed, its unsignaled ones included.
  * @snaps: validated snapshots; @n: how many.
- * Return: 0, or -1 with the reason in @why.
+ * Return: 0, -1 with the reason in @why (a peer outside the job), -2 if
+ * requests are in flight (a later try may find them arrived).
  */
 int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen);
 

@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/ibckpt.h>
@@ -35,8 +36,10 @@
 #include "snapshot.h"
 
 #define JOB_FILE	"ibckpt-job"
+#define JOB_VERSION	1
 #define JOB_MAGIC	"ibckpt-job 1"
 #define PHASE_MS	60000	/* a phase of one process: re-creating can take long */
+#define CHECKPOINT_TRIES 5	/* freezes that may find requests in flight */
 
 struct rjob {
 	struct rchan *p;
@@ -147,8 +150,14 @@ static int job_load(const char *dir, struct rjob *j)
 			errno == ENOENT ? " (not a checkpoint directory of ibckpt)" : "");
 		return -1;
 	}
-	if (!fgets(line, sizeof(line), f) || strcmp(line, JOB_MAGIC "\n")) {
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "ibckpt-job ", 11)) {
 		fprintf(stderr, "ibckpt: %s: not an ibckpt job file\n", path);
+		goto bad;
+	}
+	if (strcmp(line, JOB_MAGIC "\n")) {
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "ibckpt: %s: checkpoint format version %s, this ibckpt reads "
+			"version %d\n", path, line + 11, JOB_VERSION);
 		goto bad;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -292,6 +301,8 @@ static int channels_of(const struct cli_snaps *l, struct rjob *j)
 /*
  * Release the frozen @job; DIR keeps the job. A refusal of any process
  * leaves the job as it was: the ones released are reacquired in place.
+ * Return: 0, 1 (said), or 3 when requests were in flight (said; the job is
+ * unchanged and a later freeze may find them arrived).
  */
 static int release_job(struct cli_job *job, const char *dir, const char *what)
 {
@@ -317,7 +328,7 @@ static int release_job(struct cli_job *job, const char *dir, const char *what)
 	if (st) {
 		fprintf(stderr, "ibckpt: %s: %s\n", what, why);
 		cli_snaps_free(&l);
-		return 1;
+		return st == -2 ? 3 : 1;
 	}
 	if (channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j)) {
 		cli_snaps_free(&l);
@@ -638,6 +649,52 @@ static int thaw_session(uint64_t id)
 	return cmd_thaw(3, argv);
 }
 
+/*
+ * Freeze @job (detached from this command: the steps after are separate
+ * calls), release it, thaw it: released or not, its threads run again, a
+ * released job's gates stay closed. Return: release_job()'s, or 1.
+ */
+static int freeze_release(struct cli_job *job, const char *dir, const char *what,
+			  const char *timeout, uint64_t *session)
+{
+	struct cli_job by_id = { 0 };
+	struct cli_sessions l = { 0 };
+	char idbuf[32], ext[256], *fargv[10];
+	int fargc, err, rc, saved_json = json;
+	struct ibnl n;
+
+	fargv[0] = "freeze";
+	fargv[1] = "--persist";
+	fargv[2] = "600";
+	fargv[3] = "--timeout";
+	fargv[4] = (char *)timeout;
+	fargc = 5 + job_args(job, idbuf, sizeof(idbuf), fargv + 5);
+	fargv[fargc] = NULL;
+	json = 0;	/* one report, the caller's */
+	rc = cmd_freeze(fargc, fargv);
+	json = saved_json;
+	if (rc)
+		return 1;
+	if (ibnl_open(&n, 0))
+		return 1;
+	err = cli_get_sessions(&n, job, &l, ext, sizeof(ext));
+	ibnl_close(&n);
+	cli_job_close();
+	if (err || l.n != 1) {
+		fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
+		free(l.v);
+		return 1;
+	}
+	by_id.session = *session = l.v[0].id;
+	free(l.v);
+	json = 0;
+	rc = release_job(&by_id, dir, what);
+	if (thaw_session(by_id.session))
+		rc = 1;
+	json = saved_json;
+	return rc;
+}
+
 /* The process criu dumps the job from: the group's, session's or tree's leader. */
 static int dump_root(const struct cli_job *job, unsigned int *root)
 {
@@ -664,15 +721,12 @@ int cmd_checkpoint(int argc, char **argv)
 		CLI_JOB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	char what[320], desc[288], idbuf[32], *fargv[10];
+	char what[320], desc[288];
 	const char *dir = NULL, *timeout = "10000";
 	struct cli_job job = { 0 }, by_id = { 0 };
-	struct cli_sessions l = { 0 };
-	int c, err, fargc, leave = 0, saved_json = json, rc;
+	int c, err, leave = 0, saved_json = json, rc, attempt;
 	unsigned int root = 0;
 	struct rjob j = { 0 };
-	char ext[256];
-	struct ibnl n;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -701,41 +755,21 @@ int cmd_checkpoint(int argc, char **argv)
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot checkpoint %s", desc);
 
-	/* freeze, detached from this command: the steps below are separate calls */
-	fargv[0] = "freeze";
-	fargv[1] = "--persist";
-	fargv[2] = "600";
-	fargv[3] = "--timeout";
-	fargv[4] = (char *)timeout;
-	fargc = 5 + job_args(&job, idbuf, sizeof(idbuf), fargv + 5);
-	fargv[fargc] = NULL;
-	json = 0;	/* one report, ours */
-	rc = cmd_freeze(fargc, fargv);
-	json = saved_json;
+	/*
+	 * Freeze, detached from this command (the steps below are separate
+	 * calls), and release; requests still in flight between two QPs are
+	 * waited out by freezing again a little later.
+	 */
+	for (attempt = 1;; attempt++) {
+		rc = freeze_release(&job, dir, what, timeout, &by_id.session);
+		if (rc != 3 || attempt == CHECKPOINT_TRIES)
+			break;
+		fprintf(stderr, "ibckpt: %s: trying again (%d of %d)\n", what, attempt + 1,
+			CHECKPOINT_TRIES);
+		usleep(200000u * (unsigned int)attempt);
+	}
 	if (rc)
-		return rc;
-	if (ibnl_open(&n, 0))
 		return 1;
-	err = cli_get_sessions(&n, &job, &l, ext, sizeof(ext));
-	ibnl_close(&n);
-	cli_job_close();
-	if (err || l.n != 1) {
-		fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
-		free(l.v);
-		return 1;
-	}
-	by_id.session = l.v[0].id;
-	free(l.v);
-	json = 0;
-	rc = release_job(&by_id, dir, what);
-	json = saved_json;
-	/* released or not, the threads run again; a released job's gates stay closed */
-	json = 0;
-	if (thaw_session(by_id.session) || rc) {
-		json = saved_json;
-		return 1;
-	}
-	json = saved_json;
 	if (!leave) {
 		/* criu seizes the threads; none is inside a verb, each verb waits at a gate */
 		rc = job_load(dir, &j) || wait_unregistered(&j) || criu_dump(dir, root) ||
@@ -774,6 +808,69 @@ usage:
 	return 2;
 }
 
+/* Each process's devices, by its saved snapshot: do they exist (after the map)? */
+struct dev_check {
+	const struct ibckpt_rdev_map *map;
+	uint32_t nmap;
+	unsigned int pid;
+	int missing;
+};
+
+static void check_device(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
+{
+	const struct ibckpt_snap_device *d = pl;
+	struct dev_check *c = arg;
+	const char *name = d->name;
+	char path[160];
+	uint32_t i;
+
+	if (r->type != IBCKPT_SNAP_DEVICE || c->missing)
+		return;
+	for (i = 0; i < c->nmap; i++)
+		if (!strncmp(c->map[i].from, d->name, sizeof(c->map[i].from)))
+			name = c->map[i].to;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%.64s", name);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "ibckpt: process %u used device %.64s%s%s, which does not exist "
+			"here (--map it to one that does)\n", c->pid, d->name,
+			name != d->name ? ", mapped to " : "", name != d->name ? name : "");
+		c->missing = 1;
+	}
+}
+
+static int devices_present(const char *dir, const struct rjob *j,
+			   const struct ibckpt_rdev_map *map, uint32_t nmap)
+{
+	char path[4200], err[256];
+	unsigned int i;
+	size_t len;
+	FILE *f;
+
+	for (i = 0; i < j->n; i++) {
+		struct dev_check c = { .map = map, .nmap = nmap, .pid = j->p[i].pid };
+		char *buf = NULL;
+
+		snprintf(path, sizeof(path), "%s/proc-%u.snap", dir, j->p[i].pid);
+		f = fopen(path, "re");
+		if (f) {
+			buf = malloc(IBCKPT_SNAP_MAX_LEN);
+			len = buf ? fread(buf, 1, IBCKPT_SNAP_MAX_LEN, f) : 0;
+			fclose(f);
+		}
+		if (!f || !buf || snap_validate(buf, len, err, sizeof(err))) {
+			fprintf(stderr, "ibckpt: %s: %s\n", path,
+				!f ? strerror(errno) : !buf ? "out of memory" : err);
+			free(buf);
+			return -1;
+		}
+		snap_foreach(buf, check_device, &c);
+		free(buf);
+		if (c.missing)
+			return -1;
+	}
+	return 0;
+}
+
 int cmd_restart(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -787,7 +884,7 @@ int cmd_restart(int argc, char **argv)
 	const char *dir = NULL;
 	uint32_t nmap = 0;
 	unsigned int i;
-	int c, rc = 1, saved_json;
+	int c, rc = 1, saved_json, lock = -1;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
@@ -812,6 +909,14 @@ int cmd_restart(int argc, char **argv)
 			dir, DONE_FILE);
 		goto out;
 	}
+	/* one restart of a directory at a time; the lock goes with this command */
+	snprintf(path, sizeof(path), "%s/" JOB_FILE, dir);
+	lock = open(path, O_RDONLY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, lock < 0 ? strerror(errno) :
+			"being restarted by another ibckpt");
+		goto out;
+	}
 	for (i = 0; i < j.n; i++) {
 		if (!kill((pid_t)j.p[i].pid, 0) || errno == EPERM) {
 			fprintf(stderr, "ibckpt: process %u exists: the job still runs, or its pid "
@@ -819,6 +924,8 @@ int cmd_restart(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (devices_present(dir, &j, map, nmap))
+		goto out;
 	if (criu_restore(dir))
 		goto out;
 	saved_json = json;
@@ -838,6 +945,8 @@ int cmd_restart(int argc, char **argv)
 		printf("%u process%s restarted from %s\n", j.n, j.n == 1 ? "" : "es", dir);
 	}
 out:
+	if (lock >= 0)
+		close(lock);
 	rjob_free(&j);
 	free(map);
 	return rc;

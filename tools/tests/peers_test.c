@@ -78,7 +78,7 @@ static void psn_in_flight_refused(void)
 	struct qp_spec b[] = { { 17, 17, 500, 100, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
 	char why[256] = "";
 
-	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), -1);
+	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), -2);
 	CHECK(strstr(why, "PSN 101") && strstr(why, "expects PSN 100"));
 }
 
@@ -117,6 +117,16 @@ static void same_qpn_on_three_devices(void)
 	CHECK_EQ(why[0], 0);
 }
 
+/* A QP at RTR (perftest's passive side) sends nothing: its PSN is no evidence. */
+static void receive_only_side_not_checked(void)
+{
+	struct qp_spec a[] = { { 17, 17, 0, 500, IBV_QPS_RTR, IBV_QPT_RC, 0 } };
+	struct qp_spec b[] = { { 17, 17, 500, 1234, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	char why[256] = "";
+
+	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), 0);
+}
+
 /* Not connected yet, UD, or in error: nothing to check. */
 static void unconnected_qps_ignored(void)
 {
@@ -136,5 +146,6 @@ int main(void)
 	RUN(peer_outside_the_job_refused);
 	RUN(same_qpn_on_three_devices);
 	RUN(unconnected_qps_ignored);
+	RUN(receive_only_side_not_checked);
 	return unit_done();
 }

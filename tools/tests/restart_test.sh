@@ -43,6 +43,20 @@ expect process_gone 1 "process 4194303: cannot open its restart channel" -- reac
 job notpipe "ibckpt-job 1\nproc $victim 3 4\n"
 expect not_a_pipe 1 "process $victim: descriptor 3 is not its restart channel" -- \
 	reacquire -D "$T/notpipe"
+job v2 'ibckpt-job 2\nproc 12 3 4\n'
+expect other_version 1 "checkpoint format version 2, this ibckpt reads version 1" -- \
+	restart -D "$T/v2"
+job incomplete 'ibckpt-job 1\nproc 4194303 3 4\n'
+expect incomplete 1 "an incomplete checkpoint" -- restart -D "$T/incomplete"
+job running "ibckpt-job 1\nproc $victim 3 4\n"
+touch "$T/running/ibckpt-complete"
+expect still_running 1 "process $victim exists: the job still runs" -- restart -D "$T/running"
+job nosnap 'ibckpt-job 1\nproc 4194303 3 4\n'
+touch "$T/nosnap/ibckpt-complete"
+expect snapshot_missing 1 "proc-4194303.snap: No such file" -- restart -D "$T/nosnap"
+printf 'not a snapshot' > "$T/nosnap/proc-4194303.snap"
+expect snapshot_foreign 1 "proc-4194303.snap: .*not an ibckpt snapshot|truncated" -- restart -D "$T/nosnap"
+expect restart_usage 2 "usage: ibckpt restart" -- restart
 expect usage_no_dir 2 "usage: ibckpt reacquire" -- reacquire
 expect bad_map 2 "--map takes DEV=DEV" -- reacquire -D "$T/foreign" --map rxe0
 expect map_too_long 2 "--map takes DEV=DEV" -- \

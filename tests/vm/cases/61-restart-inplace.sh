@@ -4,7 +4,8 @@
 # after a release neither process holds a descriptor or mapping of an RDMA
 # device and the kernel lists none of their QPs; the thawed threads run but
 # no verb gets through; after the reacquire every QP has a new QPN and
-# traffic resumes. Then 10 in-place checkpoints at random moments. The
+# traffic resumes; once onto the other device each. Then 48 in-place
+# checkpoints at random moments (50 in all). The
 # generator verifies every message at the end (sequence, checksum, RDMA
 # reads and writes, atomics, UD).
 # vm-timeout: 900
@@ -64,7 +65,7 @@ rdma -j res show qp | jq -e --argjson p "[$(ls /proc/$server/task | paste -sd, -
 	'[.[] | select(.pid as $x | $p | index($x)) | .ifname] | unique == ["rxe1"]' \
 	> /dev/null || fail "the server's QPs are not on rxe1: $(rdma res show qp)"
 sleep 1
-for i in $(seq 10); do
+for i in $(seq 48); do
 	sleep "0.$((RANDOM % 5))"
 	ibckpt checkpoint -D "$T/ck$i" --leave-running --session "$sid" > "$T/c" 2> "$T/ce" ||
 		fail "checkpoint $i: $(cat "$T/ce")"
@@ -75,5 +76,5 @@ wait "$sid"
 expect_eq 0 "$(cat "$T/client.rc")" "client exit status ($(tail -n 5 "$T/client.err"))"
 expect_eq 0 "$(cat "$T/server.rc")" "server exit status ($(tail -n 5 "$T/server.err"))"
 traffic_expect_ops 1000
-echo "released and reacquired in place 11 times under traffic; QPNs $before_c -> $after_c"
+echo "released and reacquired in place 50 times under traffic; QPNs $before_c -> $after_c"
 pass

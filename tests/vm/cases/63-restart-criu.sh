@@ -4,10 +4,14 @@
 # its TCP side channel, as one session. `ibckpt checkpoint` freezes,
 # releases, thaws and has criu dump the job, which is gone afterwards;
 # `ibckpt restart` has criu restore it (same pids) and reacquires every
-# provider: new QPNs and keys behind the old ones, traffic resumes. Three
-# rounds, the third onto the other device each (--map). The generator
-# verifies every message at the end: nothing lost, duplicated, reordered
-# or corrupted, RDMA reads, writes and atomics executed once.
+# provider: new QPNs and keys behind the old ones, traffic resumes. 20
+# rounds at random moments, the last onto the other device each (--map);
+# then the job's snapshot matches the kernel's view (new real IDs); a
+# restart is refused, nothing restored, for a missing device, a directory
+# being restarted, a job still running; the same directory restarts twice.
+# The generator verifies every message at the end: nothing lost,
+# duplicated, reordered or corrupted, RDMA reads, writes and atomics
+# executed once.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
@@ -29,7 +33,8 @@ for _ in $(seq 100); do [ -s "$T/client.pid" ] && break; sleep 0.1; done
 server=$(cat "$T/server.pid") client=$(cat "$T/client.pid")
 traffic_wait_progress 2
 alive() { kill -0 "$1" 2> /dev/null; }
-for i in 1 2 3; do
+for i in $(seq 20); do
+	sleep "0.$((RANDOM % 5))"
 	dir=/run/ibckpt-ck$i
 	ibckpt checkpoint -D "$dir" --session "$sid" > "$T/c" 2> "$T/ce" ||
 		fail "checkpoint $i: $(cat "$T/ce") $(tail -n 20 "$dir/dump.log" 2> /dev/null)"
@@ -40,7 +45,7 @@ for i in 1 2 3; do
 	done
 	[ -s "$dir/criu/inventory.img" ] || fail "checkpoint $i: no criu images"
 	map=()
-	[ "$i" = 3 ] && map=(--map rxe0=rxe1,rxe1=rxe0)
+	[ "$i" = 20 ] && map=(--map rxe0=rxe1,rxe1=rxe0)
 	ibckpt restart -D "$dir" "${map[@]}" > "$T/r" 2> "$T/re" ||
 		fail "restart $i: $(cat "$T/re") $(tail -n 20 "$dir/restore.log" 2> /dev/null)"
 	grep -q "2 processes restarted" "$T/r" || fail "restart $i said: $(cat "$T/r")"
@@ -48,17 +53,43 @@ for i in 1 2 3; do
 		alive "$p" || fail "restart $i: process $p is not back"
 	done
 	n=$(grep -c '"event":"progress"' "$T/client.out")
-	traffic_wait_progress $((n + 3))	# and its traffic flows
+	traffic_wait_progress $((n + 2))	# and its traffic flows
+	[ "$i" -lt 20 ] && rm -rf "$dir"
 done
 # the server's QPs are on rxe1 now
 rdma -j res show qp | jq -e --argjson p "[$(ls /proc/$server/task | paste -sd, -)]" \
 	'[.[] | select(.pid as $x | $p | index($x)) | .ifname] | unique == ["rxe1"]' \
 	> /dev/null || fail "the server's QPs are not on rxe1: $(rdma res show qp)"
-refused 1 "the job still runs" ibckpt restart -D /run/ibckpt-ck1
+ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
+ibckpt -j dump --session "$sid" > "$T/dump.json" 2> "$T/de" || fail "dump: $(cat "$T/de")"
+tools/ibckpt-xcheck "$T/dump.json" > "$T/x" 2>&1 || fail "the restarted job's snapshot differs from the kernel's view: $(cat "$T/x")"
+ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+refused 1 "the job still runs" ibckpt restart -D /run/ibckpt-ck20
+
+# refusals before criu runs, and the same directory restarted twice
+dir=/run/ibckpt-twice
+ibckpt checkpoint -D "$dir" --session "$sid" > /dev/null 2> "$T/ce" || fail "checkpoint: $(cat "$T/ce")"
+# criu restores open files only as they were at the dump: keep the job's outputs
+mkdir "$T/files" && cp -p "$T"/*.out "$T"/*.err "$T/files/"
+refused 1 "used device rxe1, mapped to rxe9, which does not exist" \
+	ibckpt restart -D "$dir" --map rxe1=rxe9
+alive "$server" && fail "a refused restart restored the server"
+flock "$dir/ibckpt-job" sleep 3 &
+lockpid=$!
+sleep 0.5
+refused 1 "being restarted by another ibckpt" ibckpt restart -D "$dir"
+wait $lockpid
+ibckpt restart -D "$dir" > /dev/null 2> "$T/re" || fail "restart: $(cat "$T/re")"
+traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
+kill -KILL "$sid" "$server" "$client"
+for _ in $(seq 100); do alive "$server" || alive "$client" || break; sleep 0.1; done
+cp -p "$T"/files/* "$T/"
+ibckpt restart -D "$dir" > /dev/null 2> "$T/re" || fail "restart the same directory again: $(cat "$T/re")"
+traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
 kill -INT "$client"
 for _ in $(seq 300); do [ -s "$T/server.rc" ] && break; sleep 0.1; done
 expect_eq 0 "$(cat "$T/client.rc")" "client exit status ($(tail -n 5 "$T/client.err"))"
 expect_eq 0 "$(cat "$T/server.rc")" "server exit status ($(tail -n 5 "$T/server.err"))"
 traffic_expect_ops 1000
-echo "3 checkpoints to disk and restarts through criu under traffic, the last on swapped devices"
+echo "22 checkpoints to disk and restarts through criu under traffic (one on swapped devices, one directory twice)"
 pass
