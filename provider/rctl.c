@@ -167,6 +167,9 @@ bool ibckpt_rctl_serve(void)
 	}
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	switch (h.type) {
+	case IBCKPT_RMSG_PREPARE:
+		err = ibckpt_release_prepare(h.status);
+		break;
 	case IBCKPT_RMSG_RELEASE:
 		err = ibckpt_release(h.status);
 		if (!ibckpt_released)

@@ -193,10 +193,15 @@ static int leftovers(const char *what)
  * anything is torn down, or EBUSY if something is left open afterwards
  * (then released all the same: a reacquire rebuilds it).
  */
-int ibckpt_release(uint32_t flags)
+/**
+ * ibckpt_release_prepare() - would a release succeed? Nothing is changed
+ * @flags: IBCKPT_RREL_*
+ *
+ * Context: as ibckpt_release(). Return: 0, or its refusals.
+ */
+int ibckpt_release_prepare(uint32_t flags)
 {
 	struct ibckpt_context *ctx;
-	struct ibckpt_cq *cq;
 	int err;
 
 	restart_msg[0] = 0;
@@ -211,6 +216,16 @@ int ibckpt_release(uint32_t flags)
 	err = leftovers("/dev/infiniband/rdma_cm");
 	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next)
 		err = release_check(ctx, flags);
+	return err;
+}
+
+int ibckpt_release(uint32_t flags)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_cq *cq;
+	int err;
+
+	err = ibckpt_release_prepare(flags);
 	if (err)
 		return err;
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {

@@ -55,6 +55,7 @@ void ibckpt_remap_addrs(struct ibckpt_addrs *a);
 void ibckpt_remap_clear(void);
 
 /* The phases (restart.c), on the control thread; 0 or an errno. */
+int ibckpt_release_prepare(uint32_t flags);
 int ibckpt_release(uint32_t flags);
 int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		     struct ibckpt_ident **ids, uint32_t *nids);

@@ -336,14 +336,23 @@ static int release_job(struct cli_job *job, const char *dir, const char *what)
 		return 1;
 	}
 	cli_snaps_free(&l);
+	/* every process agrees first: a refusal then changes nothing anywhere */
+	for (i = 0; i < j.n; i++) {
+		st = rchan_call(&j.p[i], IBCKPT_RMSG_PREPARE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
+				PHASE_MS, NULL, NULL, why, sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
+			rjob_free(&j);
+			return 1;
+		}
+	}
 	for (i = 0; i < j.n; i++) {
 		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
 				PHASE_MS, NULL, NULL, why, sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
 			failed++;
-			if (st < 0)
-				break;	/* the channel is broken: stop here */
+			break;	/* what is released comes back: no more */
 		}
 	}
 	if (failed) {

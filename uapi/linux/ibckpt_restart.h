@@ -38,6 +38,9 @@
  *	sends, reopen the verbs gates
  * @IBCKPT_RMSG_REPLY: the answer to the last command; @status 0 or a
  *	positive errno, then a NUL-terminated message as payload
+ * @IBCKPT_RMSG_PREPARE: would RELEASE succeed? Every check of a release,
+ *	nothing torn down: the CLI releases no process unless every process
+ *	of the job agreed; @status: IBCKPT_RREL_* flags
  */
 enum ibckpt_rmsg_type {
 	IBCKPT_RMSG_RELEASE = 1,
@@ -45,6 +48,7 @@ enum ibckpt_rmsg_type {
 	IBCKPT_RMSG_REMAP,
 	IBCKPT_RMSG_GO,
 	IBCKPT_RMSG_REPLY,
+	IBCKPT_RMSG_PREPARE,
 };
 
 /* RELEASE flags (in @status of the command) */
