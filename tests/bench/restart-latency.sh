@@ -43,7 +43,7 @@ for q in 1 8 32; do
 		sleep 0.5
 		dir=/run/ibckpt-bench.$q.$i
 		ms ibckpt checkpoint -D "$dir" --session "$sid" >> "$T/c" || exit 1
-		[ "$i" = 1 ] && wait "$sid" 2> /dev/null
+		[ "$i" = 1 ] && { wait "$sid"; } 2> /dev/null
 		du -sm "$dir/criu" | cut -f1 >> "$T/m"
 		ms ibckpt restart -D "$dir" >> "$T/s" || exit 1
 		rm -rf "$dir"
