@@ -463,40 +463,48 @@ usage:
 	return 2;
 }
 
-int cmd_reacquire(int argc, char **argv)
+/*
+ * reacquire's and restart's command line: -D DIR [--map DEV=DEV,...].
+ * Return: 0, or 2 (said; *map freed).
+ */
+static int dir_map_args(int argc, char **argv, const char *name, const char **dir,
+			struct ibckpt_rdev_map **map, uint32_t *nmap)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
 		{ "map", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ibckpt_rdev_map *map = NULL;
-	const char *dir = NULL;
-	uint32_t nmap = 0;
-	int c, rc;
+	int c;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
-		if (c == 'D') {
-			dir = optarg;
-		} else if (c == 'm') {
-			if (parse_map(optarg, &map, &nmap)) {
-				free(map);
-				return 2;
-			}
-		} else {
+		if (c == 'D')
+			*dir = optarg;
+		else if (c != 'm' || parse_map(optarg, map, nmap))
 			goto usage;
-		}
 	}
-	if (!dir || optind != argc)
-		goto usage;
+	if (*dir && optind == argc)
+		return 0;
+usage:
+	free(*map);
+	*map = NULL;
+	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...]\n", name);
+	return 2;
+}
+
+int cmd_reacquire(int argc, char **argv)
+{
+	struct ibckpt_rdev_map *map = NULL;
+	const char *dir = NULL;
+	uint32_t nmap = 0;
+	int rc;
+
+	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap))
+		return 2;
 	rc = reacquire_dir(dir, map, nmap);
 	free(map);
 	return rc;
-usage:
-	free(map);
-	fprintf(stderr, "usage: ibckpt reacquire -D DIR [--map DEV=DEV,...]\n");
-	return 2;
 }
 
 /* ---- criu (Documentation/restart.rst: why stock criu works on a released job) ---- */
@@ -882,34 +890,16 @@ static int devices_present(const char *dir, const struct rjob *j,
 
 int cmd_restart(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'D' },
-		{ "map", required_argument, NULL, 'm' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ibckpt_rdev_map *map = NULL;
 	struct rjob j = { 0 };
 	char path[4200];
 	const char *dir = NULL;
 	uint32_t nmap = 0;
 	unsigned int i;
-	int c, rc = 1, saved_json, lock = -1;
+	int rc = 1, saved_json, lock = -1;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
-		if (c == 'D') {
-			dir = optarg;
-		} else if (c == 'm') {
-			if (parse_map(optarg, &map, &nmap)) {
-				free(map);
-				return 2;
-			}
-		} else {
-			goto usage;
-		}
-	}
-	if (!dir || optind != argc)
-		goto usage;
+	if (dir_map_args(argc, argv, "restart", &dir, &map, &nmap))
+		return 2;
 	if (job_load(dir, &j))
 		goto out;
 	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
@@ -959,8 +949,4 @@ out:
 	rjob_free(&j);
 	free(map);
 	return rc;
-usage:
-	free(map);
-	fprintf(stderr, "usage: ibckpt restart -D DIR [--map DEV=DEV,...]\n");
-	return 2;
 }
