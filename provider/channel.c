@@ -37,6 +37,15 @@
  * out of the pipe (pipe_purge()), then waits for the application's
  * acknowledgements of the rest (cq.c).
  *
+ * The context's async event file works the same way (ibckpt_async_open()):
+ * the application's async_fd is the read end of a pipe of ours from the
+ * start, fed from the vendor's async file with records the kernel's format
+ * (struct ib_uverbs_async_event_desc) whose element is the shadow, so that
+ * ibv_get_async_event(), libibverbs code, returns shadows; nothing the
+ * application blocks in holds a uverbs file, and a release has nothing to
+ * hide behind a placeholder. A destroyed object's unread events are taken
+ * out of that pipe too (ibckpt_async_put()).
+ *
  * Lifetime: channels live on one list under chan_lock; the forwarder takes
  * chan_lock around each event it forwards, ibckpt_channel_put() around
  * bookkeeping and the purge (never while the vendor waits for
@@ -58,6 +67,15 @@ struct fwd_chan {
 	struct ibckpt_channel chan;
 	struct ibckpt_context *ctx;
 	bool dead;
+	bool async;		/* the context's async events, from vendor_fd */
+	int vendor_fd;		/* async: the vendor's async file; -1 released */
+};
+
+/* What the kernel writes into an async event file; libibverbs reads this. */
+struct async_rec {
+	uint64_t element;	/* the shadow object, or a port number */
+	uint32_t event_type;
+	uint32_t reserved;
 };
 
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,6 +140,68 @@ static bool forward_event(struct fwd_chan *fc)
 	return true;
 }
 
+/*
+ * Under chan_lock. One async event of the vendor's context into the
+ * application's async file, its object translated to the shadow (which
+ * the vendor's object carries as its user context). The vendor's event is
+ * acknowledged last: the vendor's destroy of that object waits for it.
+ * Return: false if none was pending.
+ */
+static bool forward_async(struct fwd_chan *fc)
+{
+	struct ibckpt_context *ctx = fc->ctx;
+	struct async_rec r = { 0 };
+	struct ibv_async_event ev;
+	uint32_t *sent = NULL;
+	struct ibckpt_srq *srq;
+	struct ibckpt_cq *cq;
+	struct ibckpt_qp *qp;
+
+	if (fc->vendor_fd < 0 || ibv_get_async_event(ctx->real, &ev))
+		return false;
+	r.event_type = ev.event_type;
+	switch (ibckpt_async_obj(ev.event_type)) {
+	case IBCKPT_ASYNC_CQ:
+		cq = ev.element.cq->cq_context;
+		r.element = (uintptr_t)&cq->ibv_cq;
+		sent = &cq->async_sent;
+		break;
+	case IBCKPT_ASYNC_QP:
+		qp = ev.element.qp->qp_context;
+		r.element = (uintptr_t)&qp->vqp.qp;
+		sent = &qp->async_sent;
+		break;
+	case IBCKPT_ASYNC_SRQ:
+		srq = ev.element.srq->srq_context;
+		r.element = (uintptr_t)&srq->ibv_srq;
+		sent = &srq->async_sent;
+		break;
+	case IBCKPT_ASYNC_WQ:		/* no WQ is stacked (create_wq is refused) */
+		ibv_ack_async_event(&ev);
+		return true;
+	case IBCKPT_ASYNC_PORT:		/* port and device events carry no object */
+		r.element = ev.element.port_num;
+		break;
+	}
+	atomic_fetch_add(&ctx->stats.async_events, 1);
+	if (write(fc->chan.pipe_wr, &r, sizeof(r)) == sizeof(r)) {
+		if (sent)
+			(*sent)++;
+	} else {
+		fprintf(stderr, "ibckpt: async event %u lost: %s\n", ev.event_type, strerror(errno));
+	}
+	ibv_ack_async_event(&ev);
+	return true;
+}
+
+/* Under chan_lock: the descriptor the forwarder polls for @fc's events. */
+static int vendor_fd(const struct fwd_chan *fc)
+{
+	if (fc->async)
+		return fc->vendor_fd;
+	return fc->chan.real ? fc->chan.real->fd : -1;
+}
+
 /**
  * ibckpt_fwd_build() - what the forwarding thread polls: the wake-up fd, then
  *	each channel's vendor fd and our pipe's write end
@@ -153,8 +233,7 @@ unsigned int ibckpt_fwd_build(struct ibckpt_fwd_poll *f, bool control)
 	for (i = 0; i < f->n; i++) {
 		f->seen[i] = chans[i];
 		/* released (restart.h): nothing to poll until reacquired */
-		f->pfd[1 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.real ?
-						     chans[i]->chan.real->fd : -1,
+		f->pfd[1 + 2 * i] = (struct pollfd){ .fd = vendor_fd(chans[i]),
 						     .events = POLLIN };
 		f->pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr };
 	}
@@ -188,8 +267,12 @@ void ibckpt_fwd_handle(struct ibckpt_fwd_poll *f)
 	for (i = 0; i < f->n; i++) {
 		struct fwd_chan *fc = f->seen[i];
 
-		if (f->pfd[1 + 2 * i].revents & POLLIN)
-			forward_event(fc);
+		if (f->pfd[1 + 2 * i].revents & POLLIN) {
+			if (fc->async)
+				forward_async(fc);
+			else
+				forward_event(fc);
+		}
 		if (f->pfd[2 + 2 * i].revents & (POLLERR | POLLHUP))
 			fc->dead = true;	/* the application closed its channel */
 	}
@@ -306,6 +389,21 @@ static int take_over_fd(struct ibv_comp_channel *app, struct ibckpt_channel *cha
 	return 0;
 }
 
+/* Under chan_lock: room for one more entry in chans. Return: 0 or -1. */
+static int chans_room(void)
+{
+	struct fwd_chan **n;
+
+	if (nchans < chans_cap)
+		return 0;
+	n = realloc(chans, (chans_cap + 8) * sizeof(*n));
+	if (!n)
+		return -1;
+	chans = n;
+	chans_cap += 8;
+	return 0;
+}
+
 /* Under chan_lock: our side of the channel whose fd is @fd, if it is one of our pipes. */
 static struct fwd_chan *chan_find(int fd)
 {
@@ -316,7 +414,7 @@ static struct fwd_chan *chan_find(int fd)
 		return NULL;	/* a channel we have not taken over yet */
 	for (i = 0; i < nchans; i++) {
 		if (chans[i]->chan.pipe_ino == st.st_ino && chans[i]->chan.pipe_dev == st.st_dev &&
-		    !chans[i]->dead)
+		    !chans[i]->dead && !chans[i]->async)
 			return chans[i];
 	}
 	return NULL;
@@ -344,14 +442,8 @@ int ibckpt_channel_get(struct ibckpt_context *ctx, struct ibv_comp_channel *app,
 	if (err)
 		goto out;
 	err = ENOMEM;
-	if (nchans == chans_cap) {
-		struct fwd_chan **n = realloc(chans, (chans_cap + 8) * sizeof(*n));
-
-		if (!n)
-			goto out;
-		chans = n;
-		chans_cap += 8;
-	}
+	if (chans_room())
+		goto out;
 	fc = calloc(1, sizeof(*fc));
 	if (!fc)
 		goto out;
@@ -388,18 +480,18 @@ out:
 
 /*
  * Under chan_lock, so the forwarder writes nothing meanwhile: takes the
- * events of the CQ @handle out of the pipe and puts the others back, in
- * their order. The application's end is the application's (its flags, its
+ * records of @rec bytes whose first 8 bytes are @handle (the events of one
+ * shadow) out of the pipe and puts the others back, in their order. The application's end is the application's (its flags, its
  * blocked readers), so the pipe is read through a read end of our own,
  * opened through /proc: a second reader only for as long as this takes.
  * Return: events taken out, or -1 if the pipe could not be read.
  */
-static int pipe_purge(struct ibckpt_channel *chan, uint64_t handle)
+static int pipe_purge(struct ibckpt_channel *chan, size_t rec, uint64_t handle)
 {
 	int size = fcntl(chan->pipe_wr, F_GETPIPE_SZ), rd, removed = 0;
 	size_t i, n = 0, kept = 0;
-	char path[40];
-	uint64_t *ev;
+	char path[40], *ev;
+	uint64_t first;
 	ssize_t r;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", chan->pipe_wr);
@@ -409,17 +501,19 @@ static int pipe_purge(struct ibckpt_channel *chan, uint64_t handle)
 		free(ev);
 		return -1;
 	}
-	while ((r = read(rd, (char *)ev + n, (size_t)size - n)) > 0)
+	while ((r = read(rd, ev + n, (size_t)size - n)) > 0)
 		n += (size_t)r;
 	close(rd);
-	for (i = 0; i < n / sizeof(*ev); i++) {
-		if (ev[i] == handle)
+	/* records are written whole (at most PIPE_BUF) and read whole */
+	for (i = 0; i + rec <= n; i += rec) {
+		memcpy(&first, ev + i, sizeof(first));
+		if (first == handle)
 			removed++;
 		else
-			ev[kept++] = ev[i];
+			memmove(ev + rec * kept++, ev + i, rec);
 	}
-	if (kept && write(chan->pipe_wr, ev, kept * sizeof(*ev)) != (ssize_t)(kept * sizeof(*ev)))
-		fprintf(stderr, "ibckpt: completion events lost: %s\n", strerror(errno));
+	if (kept && write(chan->pipe_wr, ev, kept * rec) != (ssize_t)(kept * rec))
+		fprintf(stderr, "ibckpt: events lost: %s\n", strerror(errno));
 	free(ev);
 	return removed;
 }
@@ -445,7 +539,7 @@ bool ibckpt_channel_put(struct ibckpt_cq *cq)
 	pthread_mutex_lock(&chan_lock);
 	/* Read since, or being read: ibv_get_cq_event() calls the op after its read. */
 	if (cq->events_sent != atomic_load(&cq->events_seen)) {
-		removed = pipe_purge(chan, handle);
+		removed = pipe_purge(chan, sizeof(handle), handle);
 		if (removed < 0)
 			clean = false;
 		else
@@ -477,7 +571,8 @@ void ibckpt_channel_cleanup(struct ibckpt_context *ctx)
 }
 
 /*
- * Restart (restart.h): the context's vendor channels go after its CQs. A
+ * Restart (restart.h): the context's vendor channels go after its CQs, and
+ * the forwarding of its async events before its vendor context. A
  * poll() holds the files it polls: a forwarder thread is woken to poll
  * without them (it may be parked by the freeze, outside poll(): it is waited
  * for a moment only). The control thread, which releases, forwards itself.
@@ -490,6 +585,11 @@ void ibckpt_channel_release(struct ibckpt_context *ctx)
 	for (i = 0; i < nchans; i++) {
 		struct fwd_chan *fc = chans[i];
 
+		if (fc->ctx == ctx && fc->async) {	/* the vendor's context goes next */
+			fc->vendor_fd = -1;
+			chans_gen++;
+			continue;
+		}
 		if (fc->ctx != ctx || !fc->chan.real)
 			continue;
 		if (ibv_destroy_comp_channel(fc->chan.real))
@@ -545,10 +645,11 @@ struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
 }
 
 /**
- * ibckpt_fwd_flush() - forward every event the context's vendor channels hold
+ * ibckpt_fwd_flush() - forward every event the context's vendor channels and
+ *	async file hold
  * @ctx: a context about to be released
  *
- * The vendor's channels are non-blocking: this returns once each is empty.
+ * The vendor's files are non-blocking: this returns once each is empty.
  * Context: the control thread (which forwards: nothing else reads them).
  */
 void ibckpt_fwd_flush(struct ibckpt_context *ctx)
@@ -556,11 +657,139 @@ void ibckpt_fwd_flush(struct ibckpt_context *ctx)
 	unsigned int i;
 
 	pthread_mutex_lock(&chan_lock);
-	for (i = 0; i < nchans; i++)
-		if (chans[i]->ctx == ctx && chans[i]->chan.real)
+	for (i = 0; i < nchans; i++) {
+		if (chans[i]->ctx != ctx)
+			continue;
+		if (chans[i]->async)
+			while (forward_async(chans[i]))
+				;
+		else if (chans[i]->chan.real)
 			while (forward_event(chans[i]))
 				;
+	}
 	pthread_mutex_unlock(&chan_lock);
+}
+
+/* Under chan_lock: the entry forwarding @ctx's async events, if any. */
+static struct fwd_chan *async_find(const struct ibckpt_context *ctx)
+{
+	unsigned int i;
+
+	for (i = 0; i < nchans; i++)
+		if (chans[i]->ctx == ctx && chans[i]->async)
+			return chans[i];
+	return NULL;
+}
+
+/**
+ * ibckpt_async_open() - make the context's async_fd a pipe of ours
+ * @ctx: a new context, its vendor context open, the control thread started
+ *	(so that it, not a thread a freeze parks, forwards)
+ *
+ * The read end takes async_fd's place, with its flags (libibverbs opens
+ * the vendor's close-on-exec, blocking); the vendor's own async file
+ * becomes non-blocking, read only by the forwarder. Return: 0 or an errno.
+ */
+int ibckpt_async_open(struct ibckpt_context *ctx)
+{
+	int afd = ctx->vctx.context.async_fd, p[2], err;
+	struct fwd_chan *fc;
+
+	if (afd < 0)
+		return 0;
+	fc = calloc(1, sizeof(*fc));
+	if (!fc)
+		return ENOMEM;
+	if (pipe2(p, O_CLOEXEC)) {
+		err = errno;
+		free(fc);
+		return err;
+	}
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	if (dup3(p[0], afd, O_CLOEXEC) < 0) {
+		err = errno;
+		close(p[0]);
+		close(p[1]);
+		free(fc);
+		return err;
+	}
+	close(p[0]);
+	fc->ctx = ctx;
+	fc->async = true;
+	fc->chan.pipe_wr = p[1];
+	fc->vendor_fd = ctx->real->async_fd;
+	fcntl(fc->vendor_fd, F_SETFL, O_NONBLOCK);
+	pthread_mutex_lock(&chan_lock);
+	err = start_forwarder();
+	if (!err && chans_room())
+		err = ENOMEM;
+	if (err) {
+		pthread_mutex_unlock(&chan_lock);
+		chan_free(fc);	/* async_fd stays the (empty) pipe: closed with the context */
+		return err;
+	}
+	chans[nchans++] = fc;
+	chans_gen++;
+	wake_forwarder();
+	pthread_mutex_unlock(&chan_lock);
+	return 0;
+}
+
+/**
+ * ibckpt_async_reopen() - forward the reopened vendor context's async events
+ * @ctx: a context whose vendor context was opened again (restart.h)
+ */
+void ibckpt_async_reopen(struct ibckpt_context *ctx)
+{
+	struct fwd_chan *fc;
+
+	pthread_mutex_lock(&chan_lock);
+	fc = async_find(ctx);
+	if (fc && ctx->real->async_fd >= 0) {
+		fc->vendor_fd = ctx->real->async_fd;
+		fcntl(fc->vendor_fd, F_SETFL, O_NONBLOCK);
+		chans_gen++;
+		wake_forwarder();
+	}
+	pthread_mutex_unlock(&chan_lock);
+}
+
+/**
+ * ibckpt_async_put() - a destroyed object's async events
+ * @ctx: its context
+ * @element: the shadow's address, as its events carry it
+ * @sent: the events written for it (the vendor's object is destroyed: no
+ *	more come)
+ * @seen: those the application obtained through ibv_get_async_event()
+ *
+ * Its events still in the pipe are taken out, as the kernel drops a
+ * destroyed object's unread events; afterwards *@sent counts the events
+ * the application obtained (or is obtaining), whose acknowledgements the
+ * destroy waits for. Return: false if some may still be in the pipe (it
+ * could not be read): then the shadow must not be freed.
+ */
+bool ibckpt_async_put(struct ibckpt_context *ctx, const void *element, uint32_t *sent,
+		      atomic_uint *seen)
+{
+	struct fwd_chan *fc;
+	bool clean = true;
+	int removed;
+
+	pthread_mutex_lock(&chan_lock);
+	fc = *sent != atomic_load(seen) ? async_find(ctx) : NULL;
+	if (fc) {
+		removed = pipe_purge(&fc->chan, sizeof(struct async_rec), (uintptr_t)element);
+		if (removed < 0)
+			clean = false;
+		else
+			*sent -= (uint32_t)removed;
+		ibckpt_dbg("destroy: %d unread async events taken out", removed);
+	}
+	pthread_mutex_unlock(&chan_lock);
+	if (!clean)
+		fprintf(stderr, "ibckpt: cannot read the async event file (through /proc); a "
+			"destroyed object's unread event stays in it, and its memory with it\n");
+	return clean;
 }
 
 /**

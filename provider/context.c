@@ -6,10 +6,11 @@
  * A uverbs file holds one user context, and completion channels and async
  * events belong to the file. So the vendor's context is opened the normal way
  * (verbs_open_device(): its own cmd_fd, the vendor's get_context, its async
- * fd) and ours shares that file: our cmd_fd and async_fd are duplicates of
- * the vendor's. Channels the application creates on our context are then
- * valid for the vendor's CQs, and the async events the application reads from
- * our context are the vendor's, which async_event translates to shadows.
+ * fd) and ours shares that file: our cmd_fd is a duplicate of the vendor's.
+ * Channels the application creates on our context are then valid for the
+ * vendor's CQs. Our async_fd is a pipe of ours, fed from the vendor's async
+ * file with events that name shadows (channel.c): after a release it is
+ * still the same file, and the vendor's can go.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,7 +93,6 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_vidmap_init(&ctx->qpns);
 	ibckpt_vidmap_init(&ctx->qpn_virt);
 	ibckpt_vidmap_init(&ctx->xsrqs);
-	ctx->async_hold = -1;
 	ibckpt_spin_init(&ctx->key_lock);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
@@ -107,14 +107,14 @@ void ibckpt_context_fini(struct ibckpt_context *ctx)
 	ibckpt_vidmap_destroy(&ctx->qpns);
 	ibckpt_vidmap_destroy(&ctx->qpn_virt);
 	ibckpt_vidmap_destroy(&ctx->xsrqs);
-	if (ctx->async_hold >= 0)
-		close(ctx->async_hold);
 	free(ctx->ident);
 	ibckpt_vidmap_destroy(&ctx->lkeys);
 	ibckpt_vidmap_destroy(&ctx->rkeys);
 	ibckpt_addrs_destroy(&ctx->addrs);
 	pthread_mutex_destroy(&ctx->lock);
 }
+
+static void ibckpt_free_context(struct ibv_context *context);
 
 struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					   void *private_data)
@@ -167,6 +167,13 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 	ibckpt_gate_exit(&ibckpt_open_gate);
 	ibckpt_control_start();
+	err = ibckpt_async_open(ctx);	/* after the start: the control thread forwards */
+	if (err) {
+		fprintf(stderr, "ibckpt: %s: async events: %s\n", ibdev->name, strerror(err));
+		ibckpt_free_context(&ctx->vctx.context);
+		errno = err;
+		return NULL;
+	}
 	ibckpt_dbg("%s: context stacked on provider %s", ibdev->name, dev->vendor->name);
 	return &ctx->vctx;
 
@@ -276,54 +283,62 @@ void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint3
 }
 
 /*
- * libibverbs read the event from the vendor's async file (ours is a
- * duplicate): its element is the vendor's object, whose user context is our
- * shadow. The shadow counts the event, for its destroy to wait for the
- * application's acknowledgement, before the vendor's event is acknowledged
- * here, at once: the vendor's destroy waits for that, so the shadow is
- * alive until then, and its destroy, which follows the vendor's, sees the
- * count.
+ * libibverbs read the event from our async file (channel.c wrote it there,
+ * its element the shadow already): the shadow counts it, for its destroy
+ * to wait for the application's acknowledgement.
  */
 static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	struct ibckpt_context *ctx = to_ictx(context);
-	struct ibv_async_event real_ev = *event;
-	struct ibckpt_srq *srq;
-	struct ibckpt_cq *cq;
-	struct ibckpt_qp *qp;
-
-	atomic_fetch_add(&ctx->stats.async_events, 1);
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR:
-		cq = event->element.cq->cq_context;
-		atomic_fetch_add(&cq->async_seen, 1);
-		event->element.cq = &cq->ibv_cq;
+	(void)context;
+	switch (ibckpt_async_obj(event->event_type)) {
+	case IBCKPT_ASYNC_CQ:
+		atomic_fetch_add(&to_icq(event->element.cq)->async_seen, 1);
 		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		qp = event->element.qp->qp_context;
-		atomic_fetch_add(&qp->async_seen, 1);
-		event->element.qp = &qp->vqp.qp;
+	case IBCKPT_ASYNC_QP:
+		atomic_fetch_add(&to_iqp(event->element.qp)->async_seen, 1);
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		srq = event->element.srq->srq_context;
-		atomic_fetch_add(&srq->async_seen, 1);
-		event->element.srq = &srq->ibv_srq;
+	case IBCKPT_ASYNC_SRQ:
+		atomic_fetch_add(&to_isrq(event->element.srq)->async_seen, 1);
 		break;
-	default:		/* port and device events carry no object */
-		return;
+	default:		/* port and device events carry no object; no WQ is stacked */
+		break;
 	}
-	ibv_ack_async_event(&real_ev);
 }
 
 /* Restart (restart.h) ----------------------------------------------- */
+
+/**
+ * ibckpt_id_taken() - may a new object of @ctx keep the vendor's @id?
+ * @ctx: the context it is created on
+ * @kind: IBCKPT_ID_QPN, or IBCKPT_ID_RKEY for an MR's keys
+ * @id: the QPN or key the vendor handed out
+ *
+ * A new object's virtual ID is the vendor's. After a restart that can be
+ * the virtual ID of another object: one of the context's own (the data path
+ * would translate it to that object's real one) or one the job knows on the
+ * same device (a peer would). Its creator then asks the vendor for another.
+ * Return: true if @id is taken.
+ */
+bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
+{
+	uint64_t vdev;
+	bool local;
+
+	if (!ctx->remapped && !ibckpt_remap_active())
+		return false;	/* never restarted: virtual = real everywhere */
+	if (kind == IBCKPT_ID_QPN) {
+		ibckpt_spin_lock(&ctx->qpn_lock);
+		local = ibckpt_vidmap_find(&ctx->qpns, id, 0) != NULL;
+		ibckpt_spin_unlock(&ctx->qpn_lock);
+	} else {
+		ibckpt_spin_lock(&ctx->key_lock);
+		local = ibckpt_vidmap_find(&ctx->lkeys, id, 0) ||
+			ibckpt_vidmap_find(&ctx->rkeys, id, 0);
+		ibckpt_spin_unlock(&ctx->key_lock);
+	}
+	vdev = ctx->ident ? ctx->ident->vdev : ibv_get_device_guid(ctx->real->device);
+	return local || ibckpt_remap_taken(kind, vdev, id);
+}
 
 /* What peers know the context by: taken at its first release, kept after. */
 static int ident_take(struct ibckpt_context *ctx)
@@ -357,15 +372,15 @@ static int ident_take(struct ibckpt_context *ctx)
  * ibckpt_context_release() - close the vendor's context behind the shadow
  * @ctx: a context whose objects are all released
  *
- * The application's descriptors keep their numbers, behind harmless files:
- * cmd_fd reads /dev/null (a stray write fails, as it must), async_fd a pipe
- * nothing is written to (a reader keeps waiting). Then nothing of the
+ * The application's cmd_fd keeps its number, behind /dev/null (a stray
+ * write fails, as it must); its async_fd is our pipe anyway (a reader keeps
+ * waiting, for the events of the reacquired objects). Then nothing of the
  * device is open or mapped in the process.
  * Return: 0 or an errno.
  */
 int ibckpt_context_release(struct ibckpt_context *ctx)
 {
-	int afd = ctx->vctx.context.async_fd, nul, p[2], fl, err;
+	int nul, err;
 
 	err = ident_take(ctx);
 	if (err) {
@@ -373,35 +388,18 @@ int ibckpt_context_release(struct ibckpt_context *ctx)
 		return err;
 	}
 	nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (nul < 0 || dup3(nul, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0)
-		goto err;
-	close(nul);
-	nul = -1;
-	if (afd >= 0) {
-		fl = fcntl(afd, F_GETFL);
-		if (fl < 0 || pipe2(p, O_CLOEXEC))
-			goto err;
-		fcntl(p[0], F_SETFL, fl & O_NONBLOCK);
-		if (dup3(p[0], afd, O_CLOEXEC) < 0) {
-			err = errno;
-			close(p[0]);
-			close(p[1]);
-			errno = err;
-			goto err;
-		}
-		close(p[0]);
-		ctx->async_hold = p[1];
+	if (nul < 0 || dup3(nul, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0) {
+		err = errno;
+		if (nul >= 0)
+			close(nul);
+		ibckpt_restart_err("%s: placeholder descriptor: %s",
+				   ctx->vctx.context.device->name, strerror(err));
+		return err;
 	}
+	close(nul);
 	ibv_close_device(ctx->real);
 	ctx->real = NULL;
 	return 0;
-err:
-	err = errno;
-	if (nul >= 0)
-		close(nul);
-	ibckpt_restart_err("%s: placeholder descriptors: %s", ctx->vctx.context.device->name,
-			   strerror(err));
-	return err;
 }
 
 /**
@@ -440,19 +438,14 @@ int ibckpt_context_reopen(struct ibckpt_context *ctx, const char *name)
 				   idev->vendor->name, strerror(err));
 		goto out;
 	}
-	if (dup3(real->cmd_fd, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0 ||
-	    (ctx->vctx.context.async_fd >= 0 && real->async_fd >= 0 &&
-	     dup3(real->async_fd, ctx->vctx.context.async_fd, O_CLOEXEC) < 0)) {
+	if (dup3(real->cmd_fd, ctx->vctx.context.cmd_fd, O_CLOEXEC) < 0) {
 		err = errno;
 		ibckpt_restart_err("%s: descriptors: %s", name, strerror(err));
 		ibv_close_device(real);
 		goto out;
 	}
-	if (ctx->async_hold >= 0) {
-		close(ctx->async_hold);
-		ctx->async_hold = -1;
-	}
 	ctx->real = real;
+	ibckpt_async_reopen(ctx);
 	if (name != ctx->ident->devname)	/* may be the same string */
 		snprintf(ctx->ident->devname, sizeof(ctx->ident->devname), "%s", name);
 out:

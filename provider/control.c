@@ -37,10 +37,16 @@
  * Fault injection for tests (Documentation/testing.rst):
  * IBCKPT_FAULT_QUIESCE=ERRNO answers every quiesce with that error once the
  * gates are closed, as a failed snapshot would; IBCKPT_FAULT_NO_ANSWER=1
- * closes the gates and never answers, as a stuck control thread would.
+ * closes the gates and never answers, as a stuck control thread would;
+ * IBCKPT_FAULT_REACQUIRE=PATH refuses every REACQUIRE (EIO) before anything
+ * is touched while the file PATH exists, as a provider that cannot
+ * re-create its objects would. A file decides, not the variable: the
+ * environment is the process's memory, which a restore brings back as it
+ * was, so only something outside the process can change the answer.
  */
 static int fault_quiesce;
 static bool fault_no_answer;
+static char *fault_reacquire;
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ctl_pid;			/* process that started it (fork resets) */
@@ -54,6 +60,12 @@ static atomic_bool ctl_forwarding;	/* it forwards completion events (channel.c) 
 bool ibckpt_control_forwards(void)
 {
 	return atomic_load(&ctl_forwarding) && ctl_pid == getpid();
+}
+
+/* Is a reacquire to be refused (IBCKPT_FAULT_REACQUIRE, above)? */
+bool ibckpt_fault_reacquire(void)
+{
+	return fault_reacquire && *fault_reacquire && !access(fault_reacquire, F_OK);
 }
 
 /* Registration failed: a forwarder thread of its own takes over. */
@@ -427,6 +439,9 @@ void ibckpt_control_start(void)
 	ctl_pid = getpid();
 	fault_quiesce = (int)env_ms("IBCKPT_FAULT_QUIESCE", 0);
 	fault_no_answer = env_ms("IBCKPT_FAULT_NO_ANSWER", 0) != 0;
+	free(fault_reacquire);	/* a forked child's copy of its parent's */
+	fault_reacquire = getenv("IBCKPT_FAULT_REACQUIRE") ?
+			  strdup(getenv("IBCKPT_FAULT_REACQUIRE")) : NULL;
 	fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		ibckpt_dbg("no /dev/%s (%s): no control thread", IBCKPT_DEVICE_NAME,

@@ -14,18 +14,23 @@
 /**
  * ibckpt_cq_create() - create a shadow CQ and the vendor's CQ behind it
  * @ctx: the shadow context
- * @channel: the application's completion channel, or NULL
+ * @init: how the application created it (its channel: the application's,
+ *	or NULL); kept for a re-creation, set before the CQ is published
+ *	(a release may come at once)
+ * @ex: created by ibv_create_cq_ex()
  * @make: creates the vendor's CQ on @ctx->real, with the shadow as its
- *	cq_context and the real channel standing for @channel
+ *	cq_context and the real channel standing for @init->channel
  * @arg: passed to @make
  *
  * Shared by ibv_create_cq() and ibv_create_cq_ex(); libibverbs fills in the
  * shadow's public fields (context, channel, cq_context) when it returns.
  * Return: the shadow, or NULL with errno set.
  */
-struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_channel *channel,
+struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
+				   const struct ibv_cq_init_attr_ex *init, bool ex,
 				   ibckpt_make_cq_fn make, void *arg)
 {
+	struct ibv_comp_channel *channel = init->channel;
 	struct ibckpt_cq *cq = calloc(1, sizeof(*cq));
 	int err;
 
@@ -34,6 +39,9 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_c
 		return NULL;
 	}
 	cq->ctx = ctx;
+	cq->init = *init;
+	cq->ex = ex;
+	cq->wc_flags = ex ? init->wc_flags : 0;
 	ibckpt_spin_init(&cq->lock);
 	/* CQs come and go inside the gate: the control thread walks them while closed. */
 	ibckpt_gate_enter(&ctx->gate);
@@ -88,19 +96,17 @@ struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 				struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct make_cq_args a = { .cqe = cqe, .comp_vector = comp_vector };
-	struct ibckpt_cq *cq = ibckpt_cq_create(to_ictx(context), channel, make_cq, &a);
+	struct ibv_cq_init_attr_ex init = { .cqe = (uint32_t)cqe, .channel = channel,
+					    .comp_vector = (uint32_t)comp_vector };
+	struct ibckpt_cq *cq = ibckpt_cq_create(to_ictx(context), &init, false, make_cq, &a);
 
-	if (!cq)
-		return NULL;
-	cq->init = (struct ibv_cq_init_attr_ex){ .cqe = (uint32_t)cqe, .channel = channel,
-						 .comp_vector = (uint32_t)comp_vector };
-	return &cq->ibv_cq;
+	return cq ? &cq->ibv_cq : NULL;
 }
 
 /*
- * After the vendor's CQ is destroyed: the CQ's unread completion events
- * leave its channel, then the events the application obtained are waited
- * for, as libibverbs' own destroy waits for the kernel's count: until then
+ * After the vendor's CQ is destroyed: the CQ's unread completion and async
+ * events leave their pipes, then the events the application obtained are
+ * waited for, as libibverbs' own destroy waits for the kernel's count: until then
  * the application may still hold the CQ's pointer from an event (and call
  * ibv_ack_*() on it). Return: whether the shadow may be freed.
  */
@@ -113,8 +119,10 @@ static bool cq_events_done(struct ibckpt_cq *cq)
 	}
 	ibckpt_await_acks(&cq->ibv_cq.mutex, &cq->ibv_cq.cond, &cq->ibv_cq.comp_events_completed,
 			  cq->events_sent);
+	if (!ibckpt_async_put(cq->ctx, &cq->ibv_cq, &cq->async_sent, &cq->async_seen))
+		return false;
 	ibckpt_await_acks(&cq->ibv_cq.mutex, &cq->ibv_cq.cond, &cq->ibv_cq.async_events_completed,
-			  atomic_load(&cq->async_seen));
+			  cq->async_sent);
 	return true;
 }
 
@@ -310,6 +318,11 @@ int ibckpt_cq_recreate(struct ibckpt_cq *cq)
 	struct ibv_comp_channel *chan = NULL;
 	struct ibv_cq_init_attr_ex a = cq->init;
 
+	/*
+	 * The size the application has now: what the vendor granted (rounded
+	 * up, or resized since), which it sized its queues against.
+	 */
+	a.cqe = (uint32_t)cq->ibv_cq.cqe;
 	if (cq->chan) {
 		chan = ibckpt_channel_recreate(ctx, cq->chan);
 		if (!chan)
@@ -328,6 +341,13 @@ int ibckpt_cq_recreate(struct ibckpt_cq *cq)
 	if (!cq->real) {
 		ibckpt_restart_err("CQ of %u entries: %s", a.cqe, strerror(errno));
 		return errno;
+	}
+	if (cq->real->cqe < cq->ibv_cq.cqe) {
+		ibckpt_restart_err("CQ: the device grants %d entries, %d before", cq->real->cqe,
+				   cq->ibv_cq.cqe);
+		ibv_destroy_cq(cq->real);
+		cq->real = NULL;
+		return ENOSPC;
 	}
 	cq->ibv_cq.handle = cq->real->handle;
 	/* Armed and not delivered: the application still waits for its event. */

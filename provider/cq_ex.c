@@ -132,12 +132,9 @@ struct ibv_cq_ex *ibckpt_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = ibckpt_cq_create(to_ictx(context), attr->channel, make_cq_ex, attr);
+	cq = ibckpt_cq_create(to_ictx(context), attr, true, make_cq_ex, attr);
 	if (!cq)
 		return NULL;
-	cq->ex = true;
-	cq->wc_flags = attr->wc_flags;
-	cq->init = *attr;
 	x = &cq->cq_ex;
 	x->start_poll = cqx_start_poll;
 	x->next_poll = cqx_next_poll;

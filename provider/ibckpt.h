@@ -86,7 +86,6 @@ struct ibckpt_context {
 	/* Restart (restart.h): by the control thread, gates closed. */
 	struct ibckpt_vidmap qpn_virt;		/* real QPN -> virtual, once remapped */
 	struct ibckpt_ctx_ident *ident;		/* what peers know it by; NULL before a release */
-	int async_hold;				/* released: write end behind async_fd */
 	struct ibckpt_stats stats;
 	struct verbs_context vctx;		/* libibverbs' view; must be last */
 };
@@ -162,6 +161,7 @@ struct ibckpt_cq {
 	uint32_t events_sent;			/* in the channel or read; chan_lock */
 	atomic_uint events_seen;		/* read (cq_event op) */
 	atomic_uint async_seen;			/* IBV_EVENT_CQ_ERR read (async_event op) */
+	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 };
 
 /* An XRC domain; the vendor's may be shared with other processes (by file). */
@@ -193,6 +193,7 @@ struct ibckpt_srq {
 	struct ibckpt_spinlock lock;		/* rq log */
 	struct ibckpt_wrlog rq;
 	atomic_uint async_seen;			/* async events read (async_event op) */
+	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 };
 
 /* What a QP was when released, for its re-creation (restart.h). */
@@ -248,10 +249,51 @@ struct ibckpt_qp {
 	struct ibckpt_qp_history hist;
 	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */
 	struct ibckpt_qp_rel rel;		/* restart: the state at the release */
+	/*
+	 * Connected QPs: its next PSN once every logged send is transmitted is
+	 * psn_base + sq.psn_sum (both under sq_lock); psn_based once the QP
+	 * was given a send PSN (RTS).
+	 */
+	uint32_t psn_base;
+	bool psn_based;
 	uint32_t qpn_gen;
 	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
 	atomic_uint async_seen;			/* async events read (async_event op) */
+	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 };
+
+/* What an async event's element is, as ibv_get_async_event() decodes it. */
+enum ibckpt_async_obj {
+	IBCKPT_ASYNC_PORT,		/* port and device events: a port number */
+	IBCKPT_ASYNC_CQ,
+	IBCKPT_ASYNC_QP,
+	IBCKPT_ASYNC_SRQ,
+	IBCKPT_ASYNC_WQ,
+};
+
+static inline enum ibckpt_async_obj ibckpt_async_obj(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_CQ_ERR:
+		return IBCKPT_ASYNC_CQ;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return IBCKPT_ASYNC_QP;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return IBCKPT_ASYNC_SRQ;
+	case IBV_EVENT_WQ_FATAL:
+		return IBCKPT_ASYNC_WQ;
+	default:
+		return IBCKPT_ASYNC_PORT;
+	}
+}
 
 static inline struct ibckpt_device *to_idev(struct ibv_device *d)
 {
@@ -369,6 +411,10 @@ void ibckpt_fwd_handle(struct ibckpt_fwd_poll *f);
 int ibckpt_fwd_orphaned(void);
 int ibckpt_fwd_init(void);
 void ibckpt_fwd_flush(struct ibckpt_context *ctx);
+int ibckpt_async_open(struct ibckpt_context *ctx);
+void ibckpt_async_reopen(struct ibckpt_context *ctx);
+bool ibckpt_async_put(struct ibckpt_context *ctx, const void *element, uint32_t *sent,
+		      atomic_uint *seen);
 void ibckpt_channel_notify(struct ibckpt_cq *cq);
 bool ibckpt_control_forwards(void);	/* control.c */
 
@@ -392,7 +438,8 @@ struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibckpt_destroy_ah(struct ibv_ah *ah);
 typedef struct ibv_cq *(*ibckpt_make_cq_fn)(struct ibckpt_cq *cq,
 					    struct ibv_comp_channel *real_channel, void *arg);
-struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx, struct ibv_comp_channel *channel,
+struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
+				   const struct ibv_cq_init_attr_ex *init, bool ex,
 				   ibckpt_make_cq_fn make, void *arg);
 struct ibv_cq *ibckpt_create_cq(struct ibv_context *context, int cqe,
 				struct ibv_comp_channel *channel, int comp_vector);

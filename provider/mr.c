@@ -9,6 +9,38 @@
 #include <string.h>
 #include "restart.h"
 
+/*
+ * The vendor's MR for a new shadow, with keys that are nobody's virtual
+ * keys (see create_fresh_qp() in qp.c); the vendor is asked again while it
+ * hands out taken ones, which are held meanwhile.
+ */
+static struct ibv_mr *reg_fresh_mr(struct ibckpt_context *ctx, struct ibv_pd *pd, void *addr,
+				   size_t length, uint64_t hca_va, unsigned int access)
+{
+	struct ibv_mr *held[IBCKPT_ID_TRIES], *m;
+	unsigned int n = 0;
+
+	for (;;) {
+		m = ibv_reg_mr_iova2(pd, addr, length, hca_va, access);
+		if (!m || (!ibckpt_id_taken(ctx, IBCKPT_ID_RKEY, m->lkey) &&
+			   !ibckpt_id_taken(ctx, IBCKPT_ID_RKEY, m->rkey)))
+			break;
+		ibckpt_dbg("reg_mr: key %#x/%#x is a virtual key of the job: another",
+			   m->lkey, m->rkey);
+		if (n == IBCKPT_ID_TRIES) {
+			ibv_dereg_mr(m);
+			m = NULL;
+			errno = EADDRINUSE;
+			break;
+		}
+		held[n++] = m;
+	}
+	while (n)
+		if (ibv_dereg_mr(held[--n]))
+			ibckpt_dbg("reg_mr: an MR held aside could not be deregistered");
+	return m;
+}
+
 struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			     int access)
 {
@@ -21,7 +53,7 @@ struct ibv_mr *ibckpt_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 		errno = ENOMEM;
 		return NULL;
 	}
-	mr->real = ibv_reg_mr_iova2(pd->real, addr, length, hca_va, (unsigned int)access);
+	mr->real = reg_fresh_mr(ctx, pd->real, addr, length, hca_va, (unsigned int)access);
 	if (!mr->real) {
 		free(mr);
 		return NULL;

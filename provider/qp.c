@@ -81,6 +81,38 @@ static void qp_shadow_init(struct ibckpt_qp *qp, struct ibckpt_context *ctx, voi
 }
 
 /* Both create paths end here with an attribute set naming shadows. */
+/*
+ * The vendor's QP for a new shadow, with a QPN that is nobody's virtual QPN
+ * (ibckpt_id_taken(): after a restart the vendor may hand out one that the
+ * job's peers translate to another QP). A taken one is held while the
+ * vendor is asked again, so that it does not hand the same out twice.
+ */
+static struct ibv_qp *create_fresh_qp(struct ibckpt_context *ctx, struct ibv_qp_init_attr_ex *ra)
+{
+	struct ibv_qp_init_attr_ex asked = *ra;
+	struct ibv_qp *held[IBCKPT_ID_TRIES], *q;
+	unsigned int n = 0;
+
+	for (;;) {
+		q = ibv_create_qp_ex(ctx->real, ra);
+		if (!q || !ibckpt_id_taken(ctx, IBCKPT_ID_QPN, q->qp_num))
+			break;
+		ibckpt_dbg("create_qp: QPN %#x is a virtual QPN of the job: another", q->qp_num);
+		if (n == IBCKPT_ID_TRIES) {
+			ibv_destroy_qp(q);
+			q = NULL;
+			errno = EADDRINUSE;
+			break;
+		}
+		held[n++] = q;
+		*ra = asked;
+	}
+	while (n)
+		if (ibv_destroy_qp(held[--n]))
+			ibckpt_dbg("create_qp: a QP held aside could not be destroyed");
+	return q;
+}
+
 static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 				struct ibv_qp_init_attr_ex *attr)
 {
@@ -116,7 +148,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		qp->xrcd = attr->xrcd ? to_ixrcd(attr->xrcd) : NULL;
 		ra.xrcd = qp->xrcd ? qp->xrcd->real : NULL;
 	}
-	qp->real = ibv_create_qp_ex(ctx->real, &ra);
+	qp->real = create_fresh_qp(ctx, &ra);
 	if (!qp->real) {
 		free(qp);
 		return NULL;
@@ -253,13 +285,25 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
-	ibckpt_await_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
-			  atomic_load(&qp->async_seen));
+	/* its unread async events leave the pipe; the read ones are waited for */
+	if (!ibckpt_async_put(ctx, ibqp, &qp->async_sent, &qp->async_seen))
+		return 0;	/* the shadow stays: an event in the pipe names it */
+	ibckpt_await_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, qp->async_sent);
 	ibckpt_wrlog_destroy(&qp->sq);
 	ibckpt_wrlog_destroy(&qp->rq);
 	ibckpt_qpx_free(qp->qpx);
 	free(qp);
 	return 0;
+}
+
+/*
+ * Under sq_lock: the QP sends @psn next; what is logged now (posted before
+ * RTS) goes out from there.
+ */
+static void qp_psn_base(struct ibckpt_qp *qp, uint32_t psn)
+{
+	qp->psn_base = (psn - qp->sq.psn_sum) & IBCKPT_PSN_MASK;
+	qp->psn_based = true;
 }
 
 int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -301,8 +345,15 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		ibckpt_spin_lock(&qp->sq_lock);
 		qp_history_add(&qp->hist, attr, mask);
 		/* A reset empties the queues without completions: forget them too. */
-		if (reset)
+		if (reset) {
 			ibckpt_wrlog_reset(&qp->sq);
+			qp->sq.psn_lost = false;
+			qp->psn_based = false;
+		}
+		if (mask & IBV_QP_PATH_MTU)
+			qp->sq.mtu_shift = (uint8_t)(7 + attr->path_mtu);	/* IBV_MTU_256: 1 */
+		if (mask & IBV_QP_SQ_PSN)
+			qp_psn_base(qp, attr->sq_psn);
 		ibckpt_spin_unlock(&qp->sq_lock);
 		if (reset && qp->rq_logged) {
 			ibckpt_spin_lock(&qp->rq_lock);
@@ -747,6 +798,40 @@ static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct 
 	return 0;
 }
 
+/*
+ * The peers' check proves that the peer received every packet this QP
+ * sent; not that every request posted was sent. One posted but not started
+ * (behind a fence, out of read credits, its receiver out of receives: an
+ * RNR retry rewinds the send PSN to what the peer expects) or sent in part
+ * would be forgotten by the release. Each logged request took its packets'
+ * PSNs (wrlog.h): the QP's next PSN must be the one after all of them.
+ * Return: 0, or EBUSY (with the reason).
+ */
+static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	uint32_t want;
+	bool known;
+
+	ibckpt_spin_lock(&qp->sq_lock);
+	known = qp->psn_based && !qp->sq.psn_lost;
+	want = (qp->psn_base + qp->sq.psn_sum) & IBCKPT_PSN_MASK;
+	ibckpt_spin_unlock(&qp->sq_lock);
+	if (!known)	/* sends logged before the QP had an MTU: the peers' check only */
+		return 0;
+	if (ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &init)) {
+		ibckpt_restart_err("QP %u: query: %s", qp->vqp.qp.qp_num, strerror(errno));
+		return EBUSY;
+	}
+	if (a.qp_state != IBV_QPS_RTS || a.sq_psn == want)
+		return 0;
+	ibckpt_restart_err("QP %u: %u unsignaled requests are not all transmitted (next PSN "
+			   "%#x, %#x once they are): its peer may be out of receives (RNR)",
+			   qp->vqp.qp.qp_num, live, a.sq_psn, want);
+	return EBUSY;
+}
+
 /**
  * ibckpt_qp_release_check() - can the QP be released without losing a request?
  * @qp: the QP, quiesced
@@ -782,6 +867,8 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 				   "checked)", qp->vqp.qp.qp_num, live);
 		return EBUSY;
 	}
+	if (live && t != IBV_QPT_UD)
+		return qp_sends_transmitted(qp, live);
 	return 0;
 }
 
@@ -792,8 +879,6 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
  */
 void ibckpt_qp_release(struct ibckpt_qp *qp)
 {
-	struct ibckpt_context *ctx = qp->ctx;
-	uint32_t rqpn = qp->real->qp_num;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr a;
 
@@ -809,6 +894,24 @@ void ibckpt_qp_release(struct ibckpt_qp *qp)
 	ibckpt_spin_lock(&qp->sq_lock);
 	ibckpt_wrlog_reset(&qp->sq);
 	ibckpt_spin_unlock(&qp->sq_lock);
+	ibckpt_qp_unacquire(qp);
+}
+
+/**
+ * ibckpt_qp_unacquire() - destroy the vendor's QP, keep what the release kept
+ * @qp: a QP released, or re-created since (an aborted reacquire)
+ *
+ * Its state and PSNs at the release and its logged receives stay, for the
+ * next re-creation.
+ */
+void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
+{
+	struct ibckpt_context *ctx = qp->ctx;
+	uint32_t rqpn;
+
+	if (!qp->real)
+		return;
+	rqpn = qp->real->qp_num;
 	if (ibv_destroy_qp(qp->real))
 		ibckpt_dbg("release: the vendor kept QP %u busy", qp->vqp.qp.qp_num);
 	qp->real = NULL;
@@ -1003,6 +1106,10 @@ int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
 	}
 	ibckpt_spin_lock(&qp->sq_lock);
 	ibckpt_wrlog_settle(&qp->sq);
+	/* the logged sends go out again from the PSN due */
+	e = ibckpt_wrlog_at(&qp->sq, 0, NULL, NULL);
+	qp->psn_base = (qp->rel.sq_psn - (e ? e->psn_start : qp->sq.psn_sum)) & IBCKPT_PSN_MASK;
+	qp->psn_based = true;
 	for (i = 0; !ret && (e = ibckpt_wrlog_at(&qp->sq, i, &sge, &inl)) != NULL; i++) {
 		struct ibv_send_wr w;
 		struct ibv_sge one;

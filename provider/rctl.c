@@ -177,6 +177,12 @@ bool ibckpt_rctl_serve(void)
 		break;
 	case IBCKPT_RMSG_REACQUIRE:
 		err = h.len % sizeof(struct ibckpt_rdev_map) ? EINVAL : 0;
+		if (!err && ibckpt_fault_reacquire()) {
+			/* before anything, the module's registration too (control.c) */
+			ibckpt_restart_err_clear();
+			ibckpt_restart_err("fault injected (IBCKPT_FAULT_REACQUIRE)");
+			err = EIO;
+		}
 		if (!err && ibckpt_released) {
 			err = ibckpt_control_reattach();
 			if (err)
@@ -190,6 +196,9 @@ bool ibckpt_rctl_serve(void)
 	case IBCKPT_RMSG_REMAP:
 		err = h.len % sizeof(struct ibckpt_ident) ? EINVAL :
 		      ibckpt_remap(payload, h.len / sizeof(struct ibckpt_ident));
+		break;
+	case IBCKPT_RMSG_ABORT:
+		err = ibckpt_unacquire();
 		break;
 	case IBCKPT_RMSG_GO:
 		done = ibckpt_released;

@@ -120,6 +120,31 @@ bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *rea
 	return false;
 }
 
+/* Has the process been through a REMAP (a table of the job's identities)? */
+bool ibckpt_remap_active(void)
+{
+	return tab_size != 0;
+}
+
+/**
+ * ibckpt_remap_taken() - does the job know @id as another object's virtual ID?
+ * @kind: IBCKPT_ID_QPN or IBCKPT_ID_RKEY
+ * @vdev: the device it is on
+ * @id: an ID the vendor just handed out for a new object
+ *
+ * A new object's virtual ID is its real one. If the job's table has @id as
+ * a virtual ID of that device standing for another real one (an object
+ * restored, destroyed since or not), a peer would translate @id to that
+ * object: the new object must not keep it.
+ * Return: true if it is taken.
+ */
+bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id)
+{
+	uint32_t real;
+
+	return ibckpt_remap_find(kind, vdev, id, &real) && real != id;
+}
+
 /**
  * ibckpt_remap_dev_of() - the device an address vector reaches
  * @ah: a destination as the application gave it (virtual)

@@ -35,6 +35,11 @@ void ibckpt_restart_err(const char *fmt, ...)
 	ibckpt_dbg("restart: %s", restart_msg);
 }
 
+void ibckpt_restart_err_clear(void)
+{
+	restart_msg[0] = 0;
+}
+
 const char *ibckpt_restart_msg(void)
 {
 	return restart_msg;
@@ -106,14 +111,21 @@ static int release_check(struct ibckpt_context *ctx, uint32_t flags)
 	return 0;
 }
 
-static void release_objects(struct ibckpt_context *ctx)
+/*
+ * The context's vendor objects go, newest first. @again: a reacquire is
+ * undone, and what the release recorded (the QPs' states and PSNs) stays.
+ */
+static void release_objects(struct ibckpt_context *ctx, bool again)
 {
 	struct ibckpt_obj *o;
 
 	for_each_obj(ctx, o, true) {
 		switch (o->type) {
 		case IBCKPT_SNAP_QP:
-			ibckpt_qp_release(OBJ(o, struct ibckpt_qp));
+			if (again)
+				ibckpt_qp_unacquire(OBJ(o, struct ibckpt_qp));
+			else
+				ibckpt_qp_release(OBJ(o, struct ibckpt_qp));
 			break;
 		case IBCKPT_SNAP_AH:
 			ibckpt_ah_release(OBJ(o, struct ibckpt_ah));
@@ -214,8 +226,19 @@ int ibckpt_release_prepare(uint32_t flags)
 		return EAGAIN;
 	}
 	err = leftovers("/dev/infiniband/rdma_cm");
-	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next)
+	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next) {
+		struct ibckpt_cq *cq;
+
+		/*
+		 * Completions that came after the quiesce's drain retire their
+		 * requests first: a send completed there is not outstanding.
+		 * They stay the application's (the private queue), released
+		 * or not.
+		 */
+		for (cq = ctx->cqs; cq; cq = cq->next)
+			ibckpt_cq_drain(cq);
 		err = release_check(ctx, flags);
+	}
 	return err;
 }
 
@@ -234,7 +257,7 @@ int ibckpt_release(uint32_t flags)
 			ibckpt_cq_drain(cq);
 		/* and so are the events raised for them: a destroyed CQ's are dropped */
 		ibckpt_fwd_flush(ctx);
-		release_objects(ctx);
+		release_objects(ctx, false);
 		ibckpt_channel_release(ctx);
 		err = ibckpt_context_release(ctx);
 		if (err)
@@ -321,24 +344,72 @@ int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		     struct ibckpt_ident **ids, uint32_t *nids)
 {
 	struct ibckpt_context *ctx;
+	uint32_t i;
 	int err = 0;
 
 	restart_msg[0] = 0;
 	nidents = 0;
-	for (ctx = ibckpt_ctxs; ctx && ibckpt_released && !err; ctx = ctx->next) {
-		if (ctx->real) {
-			ibckpt_restart_err("%s: reacquired already", ctx->ident->devname);
-			return EALREADY;
+	for (i = 0; i < n; i++) {	/* the names are used as C strings */
+		if (!memchr(map[i].from, 0, sizeof(map[i].from)) ||
+		    !memchr(map[i].to, 0, sizeof(map[i].to))) {
+			ibckpt_restart_err("device map entry %u: a name without its NUL", i);
+			return EINVAL;
 		}
+	}
+	/* a reacquire before this one failed, or its CLI went: start over */
+	if (ibckpt_released) {
+		err = ibckpt_unacquire();
+		if (err)
+			return err;
+	}
+	for (ctx = ibckpt_ctxs; ctx && ibckpt_released && !err; ctx = ctx->next) {
 		err = ibckpt_context_reopen(ctx, mapped_name(ctx->ident->devname, map, n));
 		if (!err)
 			err = publish_addrs(ctx);
 		if (!err)
 			err = recreate_objects(ctx);
 	}
+	if (err && ibckpt_unacquire())	/* released as before: a retry can work */
+		ibckpt_restart_err("(and what was re-created could not all be destroyed)");
 	*ids = idents;
-	*nids = nidents;
+	*nids = err ? 0 : nidents;
 	return err;
+}
+
+/**
+ * ibckpt_unacquire() - undo a reacquire that did not reach GO
+ *
+ * A reacquire that failed part way (an object the device refused, a peer
+ * missing at REMAP, a CLI gone between the phases) leaves contexts open and
+ * objects re-created. What the release recorded (states, PSNs, logged
+ * receives, drained completions) is not changed by a re-creation, so
+ * destroying what was re-created makes the process released as it was; a
+ * new REACQUIRE, with another device map say, starts over. A process
+ * already at GO (or never released) has nothing to undo.
+ * Context: the control thread, ibckpt_ctx_lock held, gates closed.
+ * Return: 0, or EBUSY if something of a device is left open.
+ */
+int ibckpt_unacquire(void)
+{
+	struct ibckpt_context *ctx;
+	bool any = false;
+	int err = 0;
+
+	if (!ibckpt_released)
+		return 0;
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		if (!ctx->real)
+			continue;
+		any = true;
+		ibckpt_fwd_flush(ctx);		/* events of the re-created objects */
+		release_objects(ctx, true);
+		ibckpt_channel_release(ctx);
+		if (ibckpt_context_release(ctx))
+			err = EBUSY;
+	}
+	if (any)
+		ibckpt_dbg("an unfinished reacquire undone: released again");
+	return err ? err : any ? leftovers(NULL) : 0;
 }
 
 /**

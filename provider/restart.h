@@ -41,6 +41,7 @@ struct ibckpt_ctx_ident {
 
 /* A message for the CLI: why a phase failed (restart.c). */
 void ibckpt_restart_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ibckpt_restart_err_clear(void);	/* a phase starts with no reason yet */
 
 /* Identities published by a reacquire (restart.c collects them). */
 int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
@@ -49,6 +50,12 @@ int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 /* remap.c: the identities of every process of the job, from REMAP. */
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n);
 bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *real);
+bool ibckpt_remap_active(void);
+bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id);
+bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id);
+
+/* Vendor objects a create holds aside while it looks for a free ID. */
+#define IBCKPT_ID_TRIES	8
 /* The device a destination (an address vector) belongs to; 0: not in the job. */
 uint64_t ibckpt_remap_dev_of(const struct ibv_ah_attr *ah);
 void ibckpt_remap_addrs(struct ibckpt_addrs *a);
@@ -61,6 +68,7 @@ int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		     struct ibckpt_ident **ids, uint32_t *nids);
 int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n);
 int ibckpt_go(void);
+int ibckpt_unacquire(void);
 extern bool ibckpt_released;		/* between a release and its GO */
 const char *ibckpt_restart_msg(void);
 
@@ -69,6 +77,7 @@ int ibckpt_rctl_open(void);
 int ibckpt_rctl_fds(int *cmd, int *reply);
 int ibckpt_rctl_wait_fd(void);
 int ibckpt_control_reattach(void);	/* control.c */
+bool ibckpt_fault_reacquire(void);	/* control.c: fault injection for tests */
 bool ibckpt_rctl_serve(void);
 
 /* Per object kind: check, release, re-create (each in its own file). */
@@ -86,6 +95,7 @@ struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
 void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
+void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);
 int ibckpt_qp_recreate(struct ibckpt_qp *qp);
 int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);

@@ -142,8 +142,10 @@ int ibckpt_destroy_srq(struct ibv_srq *ibsrq)
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
 		return ret;
+	if (!ibckpt_async_put(ctx, ibsrq, &srq->async_sent, &srq->async_seen))
+		return 0;	/* the shadow stays: an event in the pipe names it */
 	ibckpt_await_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
-			  atomic_load(&srq->async_seen));
+			  srq->async_sent);
 	ibckpt_wrlog_destroy(&srq->rq);
 	free(srq);
 	return 0;

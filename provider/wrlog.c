@@ -121,7 +121,13 @@ int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 	}
 	for (i = 0; i < n; i++)
 		sge[i] = src[i];
-	ibckpt_wrlog_fill_send(log, idx, wr, len);
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		ibckpt_wrlog_fill_send(log, idx, wr, len, len);
+	} else {
+		for (i = 0; i < n; i++)
+			len += src[i].length;
+		ibckpt_wrlog_fill_send(log, idx, wr, 0, len);
+	}
 	log->tail++;
 	return 0;
 }
@@ -238,6 +244,8 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 {
 	if (n > ibckpt_wrlog_count(log))
 		n = ibckpt_wrlog_count(log);
+	if (n && log->kind == IBCKPT_WRLOG_SQ)
+		log->psn_sum = slot(log, log->tail - n)->psn_start;	/* never sent */
 	log->tail -= n;
 	if (log->kind == IBCKPT_WRLOG_SQ)
 		log->sig_count = log->tail == log->head ? log->head_sig

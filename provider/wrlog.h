@@ -77,6 +77,7 @@ struct ibckpt_wr {
 		uint32_t pos;		/* XRC SRQ: its free-running position (the tag) */
 	};
 	uint32_t remote_srqn;		/* XRC send queue: qp_type.xrc.remote_srqn */
+	uint32_t psn_start;		/* send queue: log's psn_sum before this one */
 };
 
 struct ibckpt_wrlog {
@@ -97,6 +98,15 @@ struct ibckpt_wrlog {
 	uint32_t settled;		/* of them, applied to head */
 	enum ibckpt_wrlog_kind kind;
 	bool sq_sig_all;
+	/*
+	 * Send queue of a connected QP: the packets, hence PSNs, every request
+	 * logged takes (mod 2^24), at the path MTU (1 << mtu_shift; 0 before
+	 * the QP has one, when psn_lost is set by a send). The QP's next PSN
+	 * once all of them are transmitted follows from it (qp.c).
+	 */
+	uint32_t psn_sum;
+	uint8_t mtu_shift;
+	bool psn_lost;
 	uint64_t retired;		/* statistics */
 	uint64_t unmatched;		/* completions that matched no slot */
 };
@@ -129,8 +139,27 @@ int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr);
  * Slot idx (the one at 'tail') from a send request; the SGEs and inline
  * bytes are the caller's, and so is moving the tail.
  */
+#define IBCKPT_PSN_MASK	0xffffffu
+
+/*
+ * Packets (PSNs) a request of @bytes takes on a connected QP: one per path
+ * MTU or part of one, at least one; an atomic's 8 bytes one; a local
+ * operation (window bind, local invalidate) none. An RDMA READ request
+ * takes as many as its response has packets (IBTA 9.7.4.1.2).
+ */
+static inline uint32_t ibckpt_wrlog_packets(const struct ibckpt_wrlog *log, uint8_t opcode,
+					    uint32_t bytes)
+{
+	uint32_t n = (uint32_t)(((uint64_t)bytes + (1u << log->mtu_shift) - 1) >> log->mtu_shift);
+
+	if (__builtin_expect(opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV, 0))
+		return 0;
+	return n + !n;
+}
+
 static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx,
-					  const struct ibv_send_wr *wr, uint32_t inline_len)
+					  const struct ibv_send_wr *wr, uint32_t inline_len,
+					  uint32_t bytes)
 {
 	struct ibckpt_wr *e = &log->wr[idx];
 
@@ -148,6 +177,10 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
 	e->inline_len = inline_len;
 	e->num_sge = (uint16_t)wr->num_sge;
 	e->opcode = (uint8_t)wr->opcode;
+	e->psn_start = log->psn_sum;
+	log->psn_sum = (log->psn_sum + ibckpt_wrlog_packets(log, e->opcode, bytes)) &
+		       IBCKPT_PSN_MASK;
+	log->psn_lost |= !log->mtu_shift;
 	/* 'retired' marks SRQ holes only: a send slot's stays calloc()'s zero. */
 }
 
@@ -164,7 +197,7 @@ static inline int ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct 
 			     ibckpt_wrlog_count(log) == log->size, 0))
 		return ibckpt_wrlog_send(log, wr);
 	log->sge[(size_t)idx * log->max_sge] = wr->sg_list[0];	/* max_sge >= 1 */
-	ibckpt_wrlog_fill_send(log, idx, wr, 0);
+	ibckpt_wrlog_fill_send(log, idx, wr, 0, wr->sg_list[0].length);
 	log->tail++;
 	return 0;
 }

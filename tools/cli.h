@@ -104,6 +104,14 @@ int cli_get_snapshots(struct cli_job *job, struct cli_snaps *l, const char *what
 int cli_get_snapshots_kv(struct cli_job *job, struct cli_snaps *l, struct kv_list *kv,
 			 const char *what);
 void cli_snaps_free(struct cli_snaps *l);
+/*
+ * restart.c: the snapshots a checkpoint directory keeps (restart.rst), read
+ * offline, in the order of its job file: every process it lists must have
+ * its proc-PID.snap, a regular file (not a link) that snap_validate()
+ * accepts. *@complete: whether the checkpoint completed (ibckpt-complete).
+ * Return: 0, or 1 when it could not (said on stderr, @l empty).
+ */
+int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete);
 
 /* session.c: what the module says about freeze sessions */
 struct cli_session {

@@ -6,6 +6,9 @@
  * bytes come from the frozen processes. Printed, each comes with the
  * kernel's own view of the process (kview.c), and the processes of the job
  * without a snapshot are listed too.
+ *
+ * ibckpt dump -D DIR [-o FILE]: the same, offline, for the snapshots a
+ * checkpoint directory keeps (restart.c reads it): no module, no kernel view.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,10 +165,11 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "dir", required_argument, NULL, 'D' },
 		CLI_JOB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL;
+	const char *out = NULL, *dir = NULL;
 	struct cli_snaps l = { 0 };
 	struct kv_list kv = { 0 };
 	struct rres rr = { 0 };
@@ -173,29 +177,49 @@ int cmd_dump(int argc, char **argv)
 	struct cli_job job = { 0 };
 	char what[320], desc[288];
 	unsigned int i;
-	int c, err, rc = 0;
+	int c, err, rc = 0, complete = 1;
 	FILE *f;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
 	optind = 0;	/* 0: re-initialise, GNU argument permutation included */
-	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:D:", opts, NULL)) != -1) {
 		if (c == 'o') {
 			out = optarg;
+			continue;
+		}
+		if (c == 'D') {
+			dir = optarg;
 			continue;
 		}
 		err = cli_job_opt(c, optarg, &job);
 		if (err <= 0)
 			goto usage;
 	}
-	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+	if (cli_job_finish(&job, argc, argv, optind,
+			   CLI_JOB_BY_ID | (dir ? CLI_JOB_OPTIONAL : 0)))
 		goto usage;
-	cli_job_describe(&job, desc, sizeof(desc));
-	snprintf(what, sizeof(what), "cannot dump %s", desc);
-	/* printed, with the kernel's own view; written, the snapshots alone */
-	if (cli_get_snapshots_kv(&job, &l, out ? NULL : &kv, what)) {
-		kv_free(&kv);
-		return 1;
+	if (dir && (job.type || job.session || !*dir)) {
+		fprintf(stderr, "ibckpt: %s\n", *dir ? "-D DIR dumps a checkpoint directory: "
+			"name no job with it" : "-D needs a directory");
+		goto usage;
+	}
+	if (dir) {
+		/* offline: the module is not asked, there is no kernel view */
+		if (cli_ckpt_load(dir, &l, &complete))
+			return 1;
+		if (!complete)
+			fprintf(stderr, "ibckpt: warning: %s is an incomplete checkpoint (no "
+				"ibckpt-complete): dumped as it is\n", dir);
+		snprintf(desc, sizeof(desc), "checkpoint %s", dir);
+	} else {
+		cli_job_describe(&job, desc, sizeof(desc));
+		snprintf(what, sizeof(what), "cannot dump %s", desc);
+		/* printed, with the kernel's own view; written, the snapshots alone */
+		if (cli_get_snapshots_kv(&job, &l, out ? NULL : &kv, what)) {
+			kv_free(&kv);
+			return 1;
+		}
 	}
 	/* the QPs and MRs of the processes without a snapshot: RDMA netlink's */
 	for (i = 0; !out && !have_rr && i < kv.n; i++)
@@ -272,6 +296,7 @@ int cmd_dump(int argc, char **argv)
 	rres_free(&rr);
 	return rc;
 usage:
-	fprintf(stderr, "usage: ibckpt dump " CLI_JOB_USAGE " | --id SESSION [-o FILE]\n");
+	fprintf(stderr, "usage: ibckpt dump " CLI_JOB_USAGE " | --id SESSION | -D DIR "
+		"[-o FILE]\n");
 	return 2;
 }

@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		"  thaw JOB             release JOB\n"
 		"  dump JOB [-o FILE]   the verbs snapshot of each process of frozen JOB:\n"
 		"                       printed, or written as is to FILE\n"
+		"  dump -D DIR [-o FILE]\n"
+		"                       the same offline, from checkpoint directory DIR\n"
 		"  release -D DIR JOB   frozen JOB's providers release every device resource;\n"
 		"                       DIR keeps what a reacquire needs (restart.rst)\n"
 		"  reacquire -D DIR [--map DEV=DEV,...]\n"

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The restart channel, CLI side. The descriptors come from a snapshot or a
- * checkpoint directory, which may be stale or forged: each must be a pipe
- * of that very process, or nothing is written.
+ * checkpoint directory, which may be stale or forged: the process must run
+ * the provider and each descriptor must be a pipe whose both ends it holds,
+ * or nothing is written.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,68 @@
 #include <linux/ibckpt_restart.h>
 #include "rchan.h"
 
+/* Does process @pid have the ibckpt provider mapped? */
+static bool runs_provider(unsigned int pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libibckpt-rdmav34.so") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Does process @pid hold both ends of the pipe @ino, as a provider holds its
+ * restart channel's? (A duplicate of one end does not count: fdinfo's
+ * flags tell a read end from a write end.)
+ */
+static bool holds_both_ends(unsigned int pid, ino_t ino)
+{
+	char path[64], link[64], want[40], line[128];
+	bool rd = false, wr = false;
+	unsigned int flags;
+	struct dirent *d;
+	ssize_t len;
+	FILE *info;
+	DIR *dir;
+
+	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ino);
+	snprintf(path, sizeof(path), "/proc/%u/fd", pid);
+	dir = opendir(path);
+	while (dir && (d = readdir(dir)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%u/fd/%.20s", pid, d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strcmp(link, want))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/fdinfo/%.20s", pid, d->d_name);
+		info = fopen(path, "re");
+		while (info && fgets(line, sizeof(line), info))
+			if (sscanf(line, "flags: %o", &flags) == 1) {
+				rd |= (flags & O_ACCMODE) == O_RDONLY;
+				wr |= (flags & O_ACCMODE) == O_WRONLY;
+			}
+		if (info)
+			fclose(info);
+	}
+	if (dir)
+		closedir(dir);
+	return rd && wr;
+}
+
+/*
+ * O_NONBLOCK: a pipe end with nobody at the other end (not a provider's)
+ * is refused (ENXIO) rather than waited for; the write end is made
+ * blocking again once open (writes have their own deadline).
+ */
 static int open_pipe(unsigned int pid, int fd, int flags, char *why, size_t whylen)
 {
 	char path[64];
@@ -23,23 +88,40 @@ static int open_pipe(unsigned int pid, int fd, int flags, char *why, size_t whyl
 	int f;
 
 	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
-	f = open(path, flags | O_CLOEXEC);
+	f = open(path, flags | O_NONBLOCK | O_CLOEXEC);
 	if (f < 0) {
 		snprintf(why, whylen, "process %u: cannot open its restart channel (%s): %s", pid,
 			 path, strerror(errno));
 		return -1;
 	}
-	if (fstat(f, &st) || !S_ISFIFO(st.st_mode)) {
+	if (fstat(f, &st) || !S_ISFIFO(st.st_mode) || !holds_both_ends(pid, st.st_ino)) {
 		snprintf(why, whylen, "process %u: descriptor %d is not its restart channel", pid,
 			 fd);
 		close(f);
 		return -1;
 	}
+	if ((flags & O_ACCMODE) == O_WRONLY)
+		fcntl(f, F_SETFL, 0);
 	return f;
 }
 
+/*
+ * The checkpoint directory names the process and its descriptors: before
+ * anything is written, the process must run the provider and each
+ * descriptor must be a pipe it holds both ends of, as a provider's restart
+ * channel is (a stale directory names a pid now someone else's).
+ */
 int rchan_open(struct rchan *c, char *why, size_t whylen)
 {
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%u", c->pid);
+	c->cmd = c->reply = -1;
+	if (!access(path, F_OK) && !runs_provider(c->pid)) {
+		snprintf(why, whylen, "process %u runs no ibckpt provider: it is not the "
+			 "checkpointed process", c->pid);
+		return -1;
+	}
 	c->cmd = open_pipe(c->pid, c->cmd_fd, O_WRONLY, why, whylen);
 	c->reply = c->cmd < 0 ? -1 : open_pipe(c->pid, c->reply_fd, O_RDONLY | O_NONBLOCK,
 					       why, whylen);

@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <linux/ibckpt.h>
 #include <linux/ibckpt_restart.h>
 #include "cli.h"
@@ -76,19 +77,42 @@ static int rjob_add(struct rjob *j, unsigned int pid, int cmd_fd, int reply_fd)
 
 /* ---- the checkpoint directory ---- */
 
-static int dir_make(const char *dir)
+/*
+ * A checkpoint directory is written by root and restored by root (criu
+ * restores the credentials in its images): one that another user could
+ * have planted or changed must not be used. Return: 0 if @dir is a
+ * directory, not a symbolic link, owned by the caller or root, and
+ * writable by nobody else; -1, said, otherwise.
+ */
+static int dir_trusted(const char *dir)
 {
 	struct stat st;
 
+	if (lstat(dir, &st)) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, S_ISLNK(st.st_mode) ?
+			"a symbolic link, not a checkpoint directory" : "not a directory");
+		return -1;
+	}
+	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		fprintf(stderr, "ibckpt: %s: owned by uid %u, mode %04o: a checkpoint directory "
+			"must be the caller's (or root's) and writable by nobody else\n", dir,
+			(unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+static int dir_make(const char *dir)
+{
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "ibckpt: %s: not a directory\n", dir);
-		return -1;
-	}
-	return 0;
+	return dir_trusted(dir);
 }
 
 static int write_file(const char *dir, const char *name, const void *buf, size_t len)
@@ -97,8 +121,9 @@ static int write_file(const char *dir, const char *name, const void *buf, size_t
 	int fd, ok;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* addresses and keys of the job: owner only */
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* addresses and keys of the job: owner only; a planted link is not followed */
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
 		return -1;
@@ -183,6 +208,27 @@ bad:
 	return -1;
 }
 
+/*
+ * IBCKPT_TIMING=1 (make bench: tests/bench/restart-scale.sh): one line per
+ * phase on stderr, "ibckpt: timing: PHASE MS ms", the time since the
+ * previous call; @phase NULL only starts the clock.
+ */
+static void timing(const char *phase)
+{
+	static struct timespec last;
+	const char *on = getenv("IBCKPT_TIMING");
+	struct timespec now;
+
+	if (!on || strcmp(on, "1"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (phase)
+		fprintf(stderr, "ibckpt: timing: %s %.1f ms\n", phase,
+			(double)(now.tv_sec - last.tv_sec) * 1e3 +
+			(double)(now.tv_nsec - last.tv_nsec) / 1e6);
+	last = now;
+}
+
 /* ---- the phases ---- */
 
 static int rjob_open(struct rjob *j)
@@ -204,6 +250,29 @@ static int rjob_open(struct rjob *j)
  * REACQUIRE everywhere, the identities merged, REMAP everywhere (every QP
  * at RTR), then GO everywhere: no QP sends before its peer can receive.
  */
+/*
+ * A REACQUIRE or REMAP failed somewhere: every process undoes what it
+ * re-created and is released as it was (each provider does the same on a
+ * REACQUIRE of its own that failed), so that a new reacquire, with another
+ * device map say, starts over. Not after a GO: a QP at RTS may have sent.
+ */
+static bool rjob_undone;	/* the last failed reacquire was undone everywhere */
+
+static void rjob_abort(struct rjob *j)
+{
+	unsigned int i, undone = 0;
+	char why[512];
+
+	for (i = 0; i < j->n; i++) {
+		if (rchan_call(&j->p[i], IBCKPT_RMSG_ABORT, 0, NULL, 0, PHASE_MS, NULL, NULL, why,
+			       sizeof(why)))
+			fprintf(stderr, "ibckpt: undoing the reacquire: %s\n", why);
+		else
+			undone++;
+	}
+	rjob_undone = undone == j->n;
+}
+
 static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uint32_t nmap,
 			  uint32_t *nids_out)
 {
@@ -220,20 +289,20 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 				sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
-			goto out;
+			goto abort;
 		}
 		if (len % sizeof(*all)) {
 			fprintf(stderr, "ibckpt: reacquire: process %u: malformed identities\n",
 				j->p[i].pid);
 			free(ids);
-			goto out;
+			goto abort;
 		}
 		if (len) {
 			struct ibckpt_ident *n = realloc(all, nall * sizeof(*all) + len);
 
 			if (!n) {
 				free(ids);
-				goto out;
+				goto abort;
 			}
 			all = n;
 			memcpy(all + nall, ids, len);
@@ -246,7 +315,7 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 				PHASE_MS, NULL, NULL, why, sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
-			goto out;
+			goto abort;
 		}
 	}
 	for (i = 0; i < j->n; i++) {
@@ -262,6 +331,9 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 out:
 	free(all);
 	return rc;
+abort:
+	rjob_abort(j);
+	goto out;
 }
 
 /* Each snapshot's restart channel, in @j; -1 if a process has none (said). */
@@ -405,16 +477,25 @@ static int parse_map(const char *s, struct ibckpt_rdev_map **map, uint32_t *n)
 	return 0;
 }
 
-static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap)
+/* @hint: say how to retry if the job is left released (not for a restart: it kills it) */
+static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap,
+			 bool hint)
 {
 	struct rjob j = { 0 };
 	uint32_t nids = 0;
 	int rc = 1;
 
+	timing(NULL);
+	rjob_undone = false;
 	if (job_load(dir, &j) || rjob_open(&j))
 		goto out;
-	if (rjob_reacquire(&j, map, nmap, &nids))
+	if (rjob_reacquire(&j, map, nmap, &nids)) {
+		if (rjob_undone && hint)
+			fprintf(stderr, "ibckpt: the job is released as it was before this "
+				"reacquire: ibckpt reacquire -D %s [--map ...] tries again\n", dir);
 		goto out;
+	}
+	timing("reacquire");
 	if (json) {
 		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j.n, nids);
 		json_str(stdout, dir);
@@ -502,7 +583,7 @@ int cmd_reacquire(int argc, char **argv)
 
 	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap))
 		return 2;
-	rc = reacquire_dir(dir, map, nmap);
+	rc = reacquire_dir(dir, map, nmap, true);
 	free(map);
 	return rc;
 }
@@ -511,6 +592,7 @@ int cmd_reacquire(int argc, char **argv)
 
 #define CRIU_DIR	"criu"		/* its images, under the checkpoint directory */
 #define DONE_FILE	"ibckpt-complete"	/* written last: the checkpoint is whole */
+#define PID_FILE	"restore.pid"	/* criu's: the restored root */
 
 /*
  * Run criu with @args (NULL-terminated, after the program name), its output
@@ -548,6 +630,27 @@ static int run_criu(const char *const *args, const char *log)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * Quote criu's own errors from @log (its "Error (" lines, the last
+ * CRIU_ERRORS of them): "see the log" alone sends every user digging.
+ */
+#define CRIU_ERRORS 4
+static void criu_errors(const char *log)
+{
+	char line[512], last[CRIU_ERRORS][512];
+	unsigned int n = 0, i;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "Error (") || strstr(line, "Error:"))
+			snprintf(last[n++ % CRIU_ERRORS], sizeof(last[0]), "%s", line);
+	fclose(f);
+	for (i = n > CRIU_ERRORS ? n - CRIU_ERRORS : 0; i < n; i++)
+		fprintf(stderr, "  criu: %s", last[i % CRIU_ERRORS]);
 }
 
 /* Does the process still hold /dev/ibckpt? (a released one drops it at the thaw) */
@@ -608,29 +711,232 @@ static int criu_dump(const char *dir, unsigned int root)
 	snprintf(log, sizeof(log), "%s/dump.log", dir);
 	if (dir_make(images))
 		return -1;
+	timing("unregister");
 	st = run_criu(args, log);
+	timing("dump");
 	if (st) {
 		fprintf(stderr, "ibckpt: criu dump failed (exit %d): see %s\n", st, log);
+		criu_errors(log);
 		return -1;
 	}
 	return 0;
 }
 
-static int criu_restore(const char *dir)
+/*
+ * criu restore of the job; *@root is set to the restored root's pid, which
+ * criu writes to DIR/restore.pid (0 if it cannot be read): a restart whose
+ * reacquire fails kills the tree it restored. The pid file's path is made
+ * absolute (criu takes a relative one in its work directory, the images),
+ * and an earlier restart's goes first (criu creates it with O_EXCL).
+ */
+static int criu_restore(const char *dir, pid_t *root)
 {
-	char images[4096], log[4200];
-	const char *args[] = { "restore", "-d", "-D", images, "-v4", "--manage-cgroups=ignore",
-			       "--tcp-established", "--network-lock", "nftables", NULL };
-	int st;
+	char images[4096], log[4200], pidfile[4200], *abs;
+	const char *args[] = { "restore", "-d", "-D", images, "-v4", "--pidfile", pidfile,
+			       "--manage-cgroups=ignore", "--tcp-established", "--network-lock",
+			       "nftables", NULL };
+	int st, pid = 0;
+	FILE *f;
 
-	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
-	snprintf(log, sizeof(log), "%s/restore.log", dir);
-	st = run_criu(args, log);
-	if (st) {
-		fprintf(stderr, "ibckpt: criu restore failed (exit %d): see %s\n", st, log);
+	*root = 0;
+	abs = realpath(dir, NULL);
+	if (!abs) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
+	snprintf(pidfile, sizeof(pidfile), "%s/" PID_FILE, abs);
+	free(abs);
+	if (unlink(pidfile) && errno != ENOENT) {
+		fprintf(stderr, "ibckpt: %s: %s\n", pidfile, strerror(errno));
+		return -1;
+	}
+	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
+	snprintf(log, sizeof(log), "%s/restore.log", dir);
+	timing(NULL);
+	st = run_criu(args, log);
+	timing("restore");
+	if (st) {
+		fprintf(stderr, "ibckpt: criu restore failed (exit %d): see %s\n", st, log);
+		criu_errors(log);
+		return -1;
+	}
+	f = fopen(pidfile, "re");
+	if (f) {
+		if (fscanf(f, "%d", &pid) == 1 && pid > 0)
+			*root = pid;
+		fclose(f);
+	}
 	return 0;
+}
+
+/* ---- a restart whose reacquire failed: the restored job goes ---- */
+
+#define KILL_WAIT_MS	10000	/* until the killed job's pids are free again */
+#define STOP_WAIT_MS	100	/* per process, until its threads are stopped */
+
+struct pids {
+	pid_t *v;
+	unsigned int n;
+};
+
+/* @pid into @s, once. Return: 0, or -1 (out of memory). */
+static int pids_add(struct pids *s, pid_t pid)
+{
+	unsigned int i;
+	pid_t *v;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i] == pid)
+			return 0;
+	v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	s->v = v;
+	s->v[s->n++] = pid;
+	return 0;
+}
+
+/* A zombie holds its pid until its parent (or init) reaps it: it exists. */
+static bool pid_exists(pid_t pid)
+{
+	return !kill(pid, 0) || errno == EPERM;
+}
+
+/*
+ * Each thread of @pid's state letter (/proc/PID/task/TID/stat), in @states
+ * (at most @len - 1 of them). Return: false if @pid is gone.
+ */
+static bool thread_states(pid_t pid, char *states, size_t len)
+{
+	char path[80], buf[512], *p;
+	struct dirent *d;
+	size_t n = 0;
+	DIR *tasks;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	tasks = opendir(path);
+	if (!tasks)
+		return false;
+	while ((d = readdir(tasks)) != NULL && n + 1 < len) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", pid, d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		/* the command name may hold anything: the state follows its last ')' */
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		if (p && p[1] == ' ')
+			states[n++] = p[2];
+		fclose(f);
+	}
+	closedir(tasks);
+	states[n] = 0;
+	return true;
+}
+
+/*
+ * @pid's children into @s, once every thread of it is stopped (or a moment
+ * has passed): a thread in the middle of a fork when SIGSTOP came finishes
+ * it, and its child must not appear behind the walk. The kernel lists
+ * children per thread (the one that forked). Return: 0, or -1 (no memory).
+ */
+static int pids_children(struct pids *s, pid_t pid)
+{
+	char path[80], states[256];
+	unsigned int waited;
+	struct dirent *d;
+	DIR *tasks;
+	FILE *f;
+	int child, rc = 0;
+
+	for (waited = 0; waited < STOP_WAIT_MS; waited++) {
+		if (!thread_states(pid, states, sizeof(states)))
+			return 0;
+		if (!states[strspn(states, "tTZX")])
+			break;
+		usleep(1000);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	tasks = opendir(path);
+	if (!tasks)
+		return 0;
+	while (!rc && (d = readdir(tasks)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", pid, d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (!rc && fscanf(f, "%d", &child) == 1)
+			rc = pids_add(s, child);
+		fclose(f);
+	}
+	closedir(tasks);
+	return rc;
+}
+
+/*
+ * Kill what criu restored: @root (0: not known) and the job's processes of
+ * @j (absent before the restore: criu's), with every descendant, then wait
+ * until each pid is free again. Every process is stopped before its
+ * children are read and none is killed before all are stopped: a parent
+ * killed first hands its children to init, out of the walk's reach, and a
+ * shell of the job never runs again to react (to write an exit status).
+ * Return: the number of processes killed, or -1 if one may be left (said).
+ */
+static int kill_restored(pid_t root, const struct rjob *j)
+{
+	unsigned int i, tries, left = 0, killed = 0;
+	struct pids s = { 0 };
+	char states[64];
+	int rc = 0;
+
+	if (!root)
+		fprintf(stderr, "ibckpt: criu wrote no %s: the job's processes with a provider "
+			"and their descendants are killed, the restored root may be left\n",
+			PID_FILE);
+	if (root && pids_add(&s, root))
+		rc = -1;
+	for (i = 0; !rc && i < j->n; i++)
+		rc = pids_add(&s, (pid_t)j->p[i].pid);
+	/* s grows behind i: every child found is stopped and walked in turn */
+	for (i = 0; !rc && i < s.n; i++) {
+		if (kill(s.v[i], SIGSTOP))
+			continue;	/* gone; any other failure is the SIGKILL's to tell */
+		rc = pids_children(&s, s.v[i]);
+	}
+	if (rc)
+		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
+	for (i = 0; i < s.n; i++) {
+		if (!kill(s.v[i], SIGKILL))
+			killed++;
+		else if (errno != ESRCH) {
+			fprintf(stderr, "ibckpt: cannot kill process %d: %s\n", s.v[i],
+				strerror(errno));
+			rc = -1;
+		}
+	}
+	for (tries = 0; tries < KILL_WAIT_MS / 10; tries++) {
+		for (left = 0, i = 0; i < s.n; i++)
+			left += pid_exists(s.v[i]);
+		if (!left)
+			break;
+		usleep(10000);
+	}
+	for (i = 0; left && i < s.n; i++) {
+		if (!pid_exists(s.v[i]))
+			continue;
+		if (!thread_states(s.v[i], states, sizeof(states)))
+			states[0] = 0;
+		fprintf(stderr, "ibckpt: process %d is still there %d s after SIGKILL (its "
+			"threads' states: %s)\n", s.v[i], KILL_WAIT_MS / 1000,
+			states[0] ? states : "?");
+		rc = -1;
+	}
+	free(s.v);
+	return rc ? -1 : (int)killed;
 }
 
 /* The job's selector as command-line arguments, for the freeze and thaw commands. */
@@ -688,7 +994,9 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	fargc = 5 + job_args(job, idbuf, sizeof(idbuf), fargv + 5);
 	fargv[fargc] = NULL;
 	json = 0;	/* one report, the caller's */
+	timing(NULL);
 	rc = cmd_freeze(fargc, fargv);
+	timing("freeze");
 	json = saved_json;
 	if (rc)
 		return 1;
@@ -706,8 +1014,10 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	free(l.v);
 	json = 0;
 	rc = release_job(&by_id, dir, what);
+	timing("release");
 	if (thaw_session(by_id.session))
 		rc = 1;
+	timing("thaw");
 	json = saved_json;
 	return rc;
 }
@@ -769,6 +1079,16 @@ int cmd_checkpoint(int argc, char **argv)
 		goto usage;
 	if (!leave && dump_root(&job, &root))
 		return 1;
+	/* a checkpoint into a directory used before is not whole until it is written again */
+	if (!leave) {
+		char done[4200];
+
+		snprintf(done, sizeof(done), "%s/" DONE_FILE, dir);
+		if (unlink(done) && errno != ENOENT) {
+			fprintf(stderr, "ibckpt: %s: %s\n", done, strerror(errno));
+			return 1;
+		}
+	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot checkpoint %s", desc);
 
@@ -806,7 +1126,7 @@ int cmd_checkpoint(int argc, char **argv)
 		fprintf(stderr, "ibckpt: %s: the job is reacquired and runs on\n", what);
 	}
 	json = 0;
-	rc = reacquire_dir(dir, NULL, 0);
+	rc = reacquire_dir(dir, NULL, 0, true);
 	json = saved_json;
 	if (rc || !leave)
 		return 1;
@@ -855,33 +1175,22 @@ static void check_device(const struct ibckpt_snap_rec *r, const void *pl, void *
 	}
 }
 
+static int snap_load(const char *dir, unsigned int pid, struct cli_snap *s);
+
 static int devices_present(const char *dir, const struct rjob *j,
 			   const struct ibckpt_rdev_map *map, uint32_t nmap)
 {
-	char path[4200], err[256];
 	unsigned int i;
-	size_t len;
-	FILE *f;
 
 	for (i = 0; i < j->n; i++) {
 		struct dev_check c = { .map = map, .nmap = nmap, .pid = j->p[i].pid };
-		char *buf = NULL;
+		struct cli_snap s;
 
-		snprintf(path, sizeof(path), "%s/proc-%u.snap", dir, j->p[i].pid);
-		f = fopen(path, "re");
-		if (f) {
-			buf = malloc(IBCKPT_SNAP_MAX_LEN);
-			len = buf ? fread(buf, 1, IBCKPT_SNAP_MAX_LEN, f) : 0;
-			fclose(f);
-		}
-		if (!f || !buf || snap_validate(buf, len, err, sizeof(err))) {
-			fprintf(stderr, "ibckpt: %s: %s\n", path,
-				!f ? strerror(errno) : !buf ? "out of memory" : err);
-			free(buf);
+		/* a regular file, no link, that snap_validate() accepts */
+		if (snap_load(dir, j->p[i].pid, &s))
 			return -1;
-		}
-		snap_foreach(buf, check_device, &c);
-		free(buf);
+		snap_foreach(s.data, check_device, &c);
+		free(s.data);
 		if (c.missing)
 			return -1;
 	}
@@ -896,11 +1205,15 @@ int cmd_restart(int argc, char **argv)
 	const char *dir = NULL;
 	uint32_t nmap = 0;
 	unsigned int i;
-	int rc = 1, saved_json, lock = -1;
+	int rc = 1, saved_json, lock = -1, killed;
+	pid_t root;
 
 	if (dir_map_args(argc, argv, "restart", &dir, &map, &nmap))
 		return 2;
 	if (job_load(dir, &j))
+		goto out;
+	/* criu restores, as root, what the images say: nobody else may have written them */
+	if (dir_trusted(dir))
 		goto out;
 	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
 	if (access(path, F_OK)) {
@@ -925,15 +1238,32 @@ int cmd_restart(int argc, char **argv)
 	}
 	if (devices_present(dir, &j, map, nmap))
 		goto out;
-	if (criu_restore(dir))
+	snprintf(path, sizeof(path), "%s/" CRIU_DIR, dir);
+	if (dir_trusted(path))
+		goto out;
+	if (criu_restore(dir, &root))
 		goto out;
 	saved_json = json;
 	json = 0;
-	rc = reacquire_dir(dir, map, nmap);
+	rc = reacquire_dir(dir, map, nmap, false);
 	json = saved_json;
 	if (rc) {
-		fprintf(stderr, "ibckpt: the job is restored but released: its verbs wait "
-			"(ibckpt reacquire -D %s)\n", dir);
+		/*
+		 * Nothing is left half-running (restored, its verbs waiting
+		 * forever): the restored job goes, and the checkpoint, which
+		 * neither criu nor the reacquire changed, can be restarted again.
+		 */
+		killed = kill_restored(root, &j);
+		if (killed >= 0)
+			fprintf(stderr, "ibckpt: cannot restart %s: its reacquire failed (above) "
+				"after criu restored it; the restored job was killed (%d "
+				"processes); %s is unchanged and can be restarted again\n", dir,
+				killed, dir);
+		else
+			fprintf(stderr, "ibckpt: cannot restart %s: its reacquire failed (above) "
+				"after criu restored it, and the restored job could not be "
+				"killed entirely (above); %s is unchanged and can be restarted "
+				"again once those processes are gone\n", dir, dir);
 		goto out;
 	}
 	if (json) {
@@ -949,4 +1279,88 @@ out:
 	rjob_free(&j);
 	free(map);
 	return rc;
+}
+
+/* ---- ibckpt dump -D DIR: the checkpoint directory read offline ---- */
+
+/* DIR/proc-PID.snap into @s: a regular file, not a link, that snap_validate() accepts. */
+static int snap_load(const char *dir, unsigned int pid, struct cli_snap *s)
+{
+	char path[4200], err[256] = "";
+	unsigned char *buf = NULL;
+	struct stat st;
+	size_t have = 0;
+	ssize_t n = 0;
+	int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/proc-%u.snap", dir, pid);
+	/* lstat first: a FIFO or a device is never opened */
+	if (lstat(path, &st)) {
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+	} else if (S_ISLNK(st.st_mode)) {
+		snprintf(err, sizeof(err), "a symbolic link, not a snapshot file");
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(err, sizeof(err), "not a regular file");
+	} else if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+		   fstat(fd, &st)) {
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(err, sizeof(err), "not a regular file");
+	} else if (st.st_size > (off_t)IBCKPT_SNAP_MAX_LEN) {
+		snprintf(err, sizeof(err), "%lld bytes, a snapshot is at most %u",
+			 (long long)st.st_size, IBCKPT_SNAP_MAX_LEN);
+	} else if (!(buf = malloc(st.st_size ? (size_t)st.st_size : 1))) {
+		snprintf(err, sizeof(err), "out of memory");
+	} else {
+		while (have < (size_t)st.st_size) {
+			n = read(fd, buf + have, (size_t)st.st_size - have);
+			if (n > 0)
+				have += (size_t)n;
+			else if (!n || errno != EINTR)
+				break;
+		}
+		if (n < 0)
+			snprintf(err, sizeof(err), "%s", strerror(errno));
+		else if (snap_validate(buf, have, err, sizeof(err)) && !err[0])
+			snprintf(err, sizeof(err), "malformed snapshot");
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err[0]) {
+		fprintf(stderr, "ibckpt: %s: %s\n", path, err);
+		free(buf);
+		return -1;
+	}
+	*s = (struct cli_snap){ .tgid = pid, .data = buf, .total = (uint32_t)have,
+				.have = (uint32_t)have };
+	return 0;
+}
+
+int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
+{
+	struct rjob j = { 0 };
+	char path[4200];
+	unsigned int i;
+
+	memset(l, 0, sizeof(*l));
+	if (job_load(dir, &j))
+		return 1;
+	l->v = calloc(j.n, sizeof(*l->v));
+	if (!l->v) {
+		fprintf(stderr, "ibckpt: out of memory\n");
+		rjob_free(&j);
+		return 1;
+	}
+	for (i = 0; i < j.n; i++, l->n++) {
+		if (snap_load(dir, j.p[i].pid, &l->v[i])) {
+			rjob_free(&j);
+			cli_snaps_free(l);
+			memset(l, 0, sizeof(*l));
+			return 1;
+		}
+	}
+	rjob_free(&j);
+	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
+	*complete = !access(path, F_OK);
+	return 0;
 }

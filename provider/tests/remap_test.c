@@ -42,6 +42,27 @@ static void same_qpn_two_devices(void)
 	CHECK(!ibckpt_remap_find(IBCKPT_ID_QPN, 0xa, 17, &r));
 }
 
+/* A new object may not keep an ID the job knows as another object's (H6). */
+static void taken_ids(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_QPN, 0xa, 17, 22, 0, 0),
+				    id(IBCKPT_ID_QPN, 0xa, 18, 18, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x500, 0x777, 0, 0) };
+
+	CHECK(!ibckpt_remap_active());
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_QPN, 0xa, 17));	/* no table: nothing */
+	CHECK_EQ(ibckpt_remap_set(v, 3), 0);
+	CHECK(ibckpt_remap_active());
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_QPN, 0xa, 17));	/* stands for 22 */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_QPN, 0xa, 18));	/* stands for itself */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_QPN, 0xa, 22));	/* a real one only */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_QPN, 0xb, 17));	/* another device */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY, 0xa, 17));	/* another kind */
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_RKEY, 0xa, 0x500));
+	ibckpt_remap_clear();
+	CHECK(!ibckpt_remap_active());
+}
+
 static void device_of_address(void)
 {
 	struct ibckpt_ident v[] = { id(IBCKPT_ID_GID, 0xa, 0, 0, 1, 2),
@@ -107,6 +128,7 @@ static void many(void)
 int main(void)
 {
 	RUN(same_qpn_two_devices);
+	RUN(taken_ids);
 	RUN(device_of_address);
 	RUN(addresses_translated);
 	RUN(unknown_kind_refused);

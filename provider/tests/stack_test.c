@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include "../ibckpt.h"
+#include "../restart.h"
 #define UNIT_SUITE "provider/stack"
 #include "../../tests/unit/unit.h"
 
@@ -46,7 +46,16 @@ static struct {
 	int wr_fail;			/* errno for the next wr_complete */
 	struct ibv_ah_attr ah_attr;	/* last create_ah's */
 	struct ibv_qp_attr qp_attr_set;	/* last modify_qp's */
+	int cq_cap;			/* the most CQ entries the vendor grants, 0: any */
+	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
+	int nids, next_id;
 } v;
+
+/* The next QPN or key the vendor hands out: v.ids in turn, then @dflt. */
+static uint32_t vendor_id(uint32_t dflt)
+{
+	return v.next_id < v.nids ? v.ids[v.next_id++] : dflt;
+}
 
 static void *fake_alloc(size_t size)
 {
@@ -180,7 +189,7 @@ static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 	v.qp_attr = *a;
 	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
 	a->cap.max_send_sge = 1;
-	q = fake_qp(c, a->qp_type, a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66);
+	q = fake_qp(c, a->qp_type, vendor_id(a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66));
 	q->qp_context = a->qp_context;
 	return q;
 }
@@ -294,10 +303,17 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 	cq->context = c;
 	cq->channel = channel;
 	cq->cq_context = cq_context;
-	cq->cqe = cqe;
+	cq->cqe = v.cq_cap && cqe > v.cq_cap ? v.cq_cap : cqe;
 	pthread_mutex_init(&cq->mutex, NULL);
 	pthread_cond_init(&cq->cond, NULL);
 	return cq;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	CHECK(cq->context == &vendor.context);
+	cq->cqe = cqe;
+	return 0;
 }
 
 /* The vendor's CQ behind a shadow has an event on its channel. */
@@ -342,6 +358,52 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+/*
+ * The vendor's async file: a pipe the test writes the kernel's records
+ * into (vendor_raises()), whose element is the vendor's object.
+ */
+static int vendor_async_wr = -1;
+
+struct async_desc {		/* struct ib_uverbs_async_event_desc */
+	uint64_t element;
+	uint32_t event_type;
+	uint32_t reserved;
+};
+
+static void vendor_raises(enum ibv_event_type type, uint64_t element)
+{
+	struct async_desc d = { .element = element, .event_type = type };
+
+	CHECK_EQ(write(vendor_async_wr, &d, sizeof(d)), sizeof(d));
+}
+
+/* As libibverbs' own (v44.0 device.c): the element is dereferenced later. */
+int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *ev)
+{
+	struct async_desc d;
+
+	if (read(c->async_fd, &d, sizeof(d)) != sizeof(d))
+		return -1;
+	ev->event_type = d.event_type;
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		ev->element.cq = (void *)(uintptr_t)d.element;
+		break;
+	case IBV_EVENT_QP_FATAL:
+		ev->element.qp = (void *)(uintptr_t)d.element;
+		break;
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		ev->element.srq = (void *)(uintptr_t)d.element;
+		break;
+	default:
+		ev->element.port_num = (int)d.element;
+		break;
+	}
+	if (c != &vendor.context)
+		ibckpt_ctx_ops.async_event(c, ev);
+	return 0;
+}
+
 /* As libibverbs' own (v44.0 device.c), for the same reason. */
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
@@ -365,6 +427,8 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 		cond = &event->element.srq->cond;
 		completed = &event->element.srq->events_completed;
 		break;
+	case IBV_EVENT_PORT_ACTIVE:
+		return;
 	default:		/* the test raises no other */
 		CHECK(0);
 		return;
@@ -478,6 +542,30 @@ int ibv_destroy_srq(struct ibv_srq *s)
 	return 0;
 }
 
+/* The vendor's memory registration (libibverbs would call its reg_mr op). */
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *p, void *addr, size_t len, uint64_t iova,
+				unsigned int access)
+{
+	struct ibv_mr *m = fake_alloc(sizeof(*m));
+
+	(void)iova;
+	(void)access;
+	m->context = p->context;
+	m->pd = p;
+	m->addr = addr;
+	m->length = len;
+	m->lkey = m->rkey = vendor_id(0x300);
+	return m;
+}
+
+int ibv_dereg_mr(struct ibv_mr *m)
+{
+	CHECK(m->context == &vendor.context);
+	free(m);
+	v.destroyed++;
+	return 0;
+}
+
 int ibv_destroy_qp(struct ibv_qp *q)
 {
 	CHECK(q->context == &vendor.context);
@@ -493,11 +581,20 @@ static struct ibckpt_pd pd;
 
 static void app_init(void)
 {
+	int p[2];
+
 	memset(&v, 0, sizeof(v));
 	ctx = fake_alloc(sizeof(*ctx));
 	ibckpt_context_init(ctx, &vendor.context);
 	pd.ibv_pd.context = &ctx->vctx.context;
 	pd.real = &vendor_pd;
+	/* the vendor's async file; ours starts as a duplicate, as libibverbs' */
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	vendor.context.async_fd = p[0];
+	vendor_async_wr = p[1];
+	ctx->vctx.context.async_fd = dup(p[0]);
+	CHECK(ctx->vctx.context.async_fd >= 0);
+	CHECK_EQ(ibckpt_async_open(ctx), 0);
 }
 
 static void app_fini(void)
@@ -505,7 +602,24 @@ static void app_fini(void)
 	CHECK(ctx->objs.next == &ctx->objs);	/* every shadow gone */
 	ibckpt_channel_cleanup(ctx);		/* as free_context */
 	ibckpt_context_fini(ctx);
+	close(ctx->vctx.context.async_fd);	/* verbs_uninit_context() */
+	close(vendor.context.async_fd);
+	close(vendor_async_wr);
 	free(ctx);
+}
+
+/* Does the application's async file hold @n events (the forwarder's work)? */
+static bool async_holds(unsigned int n)
+{
+	int i, bytes = -1;
+
+	for (i = 0; i < 2000; i++) {
+		CHECK_EQ(ioctl(ctx->vctx.context.async_fd, FIONREAD, &bytes), 0);
+		if (bytes == (int)(n * sizeof(struct async_desc)))
+			return true;
+		usleep(1000);
+	}
+	return false;
 }
 
 static struct ibv_xrcd *open_xrcd(void)
@@ -1204,7 +1318,8 @@ static void *event_thread_run(void *arg)
 	struct ibv_cq *cq = NULL;
 	void *cq_ctx;
 
-	if (et->ch && ibv_get_cq_event(et->ch, &cq, &cq_ctx))
+	if (et->ch ? ibv_get_cq_event(et->ch, &cq, &cq_ctx) :
+		     ibv_get_async_event(&ctx->vctx.context, &et->ev))
 		return NULL;
 	atomic_store(&et->got, true);
 	usleep(100 * 1000);
@@ -1226,19 +1341,17 @@ static void event_thread_start(struct event_thread *et)
 	CHECK(atomic_load(&et->got));
 }
 
-/* The application reads an async event of @real's shadow (ibv_get_async_event()). */
+/*
+ * The vendor raises an async event of @real; the application's thread reads
+ * it from its context (ibv_get_async_event(): the forwarder's record) and
+ * acknowledges it late. Return: the object the application got.
+ */
 static void *async_event_acked_late(struct event_thread *et, enum ibv_event_type type, void *real)
 {
 	memset(et, 0, sizeof(*et));
-	et->ev.event_type = type;
-	if (type == IBV_EVENT_CQ_ERR)
-		et->ev.element.cq = real;
-	else if (type == IBV_EVENT_QP_FATAL)
-		et->ev.element.qp = real;
-	else
-		et->ev.element.srq = real;
-	ibckpt_ctx_ops.async_event(&ctx->vctx.context, &et->ev);
+	vendor_raises(type, (uintptr_t)real);
 	event_thread_start(et);
+	CHECK_EQ(et->ev.event_type, type);
 	return et->ev.element.cq;	/* any member: the shadow it names */
 }
 
@@ -1300,6 +1413,251 @@ static void destroy_waits_for_async_acks(void)
 	app_fini();
 }
 
+/*
+ * An object destroyed with async events the application has not read
+ * takes them out of the application's async file, as the kernel drops a
+ * destroyed object's unread events; the other events stay, in order.
+ * Without that, ibv_get_async_event() would return a freed shadow.
+ */
+static void destroyed_object_leaves_no_async_event(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	qp = send_qp(cq, IBV_QPT_RC, 0);
+	srq = ibckpt_create_srq(&pd.ibv_pd, &sa);
+	CHECK(srq != NULL);
+	vendor_raises(IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)to_isrq(srq)->real);
+	vendor_raises(IBV_EVENT_PORT_ACTIVE, 1);
+	vendor_raises(IBV_EVENT_QP_FATAL, (uintptr_t)to_iqp(qp)->real);
+	vendor_raises(IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)to_isrq(srq)->real);
+	CHECK(async_holds(4));
+	CHECK_EQ(ibckpt_destroy_srq(srq), 0);	/* returns: none of its events was read */
+	CHECK(async_holds(2));
+	CHECK_EQ(ibv_get_async_event(&ctx->vctx.context, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+	CHECK_EQ(ev.element.port_num, 1);
+	CHECK_EQ(ibv_get_async_event(&ctx->vctx.context, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_FATAL);
+	CHECK(ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
+	CHECK(async_holds(0));
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * After a restart the vendor may hand a new QP or MR a QPN or key that is
+ * the virtual ID of another object: one the job's peers translate (the
+ * job's table), or one of the context's own restored QPs. The new object
+ * gets another from the vendor (review H6: before, it kept the taken one,
+ * and peers reached the other object, or its own QPN entry was refused).
+ */
+static void new_objects_avoid_virtual_ids(void)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x66, .real = 0x99 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x70, .real = 0x70 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x71, .real = 0x98 },
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
+	};
+	static char buf[64];
+	uint32_t gen;
+	struct ibv_qp *qp, *qp2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	int own, i;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	v.ids[0] = 0x66;	/* before any restart every ID is free */
+	v.nids = 1;
+	qp = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(qp->qp_num, 0x66);
+	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
+
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	ctx->remapped = true;
+	CHECK_EQ(ibckpt_remap_set(job, 4), 0);
+	/* the context's own restored QP is virtual 0x68 (real 0x90) */
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpns, 0x68, 0x90, &own, &gen), 0);
+
+	memset(v.ids, 0, sizeof(v.ids));
+	v.ids[0] = 0x66;	/* the job's, on this device */
+	v.ids[1] = 0x68;	/* the context's own */
+	v.ids[2] = 0x70;	/* the job's, standing for itself: free */
+	v.nids = 3;
+	v.next_id = 0;
+	v.destroyed = 0;
+	qp = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(qp->qp_num, 0x70);
+	CHECK_EQ(v.destroyed, 2);	/* the two held aside */
+	v.ids[0] = 0x71;	/* taken on another device only: free here */
+	v.nids = 1;
+	v.next_id = 0;
+	qp2 = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(qp2->qp_num, 0x71);
+
+	v.ids[0] = 0x500;	/* a peer's rkey 0x500 is the job's */
+	v.ids[1] = 0x501;
+	v.nids = 2;
+	v.next_id = 0;
+	v.destroyed = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	CHECK_EQ(mr->lkey, 0x501);
+	CHECK_EQ(mr->rkey, 0x501);
+	CHECK_EQ(v.destroyed, 1);
+
+	/* a vendor that hands out nothing else: refused, nothing kept */
+	for (i = 0; i <= IBCKPT_ID_TRIES; i++)
+		v.ids[i] = 0x66;
+	v.nids = IBCKPT_ID_TRIES + 1;
+	v.next_id = 0;
+	v.destroyed = 0;
+	errno = 0;
+	CHECK(ibckpt_create_qp(&pd.ibv_pd, &(struct ibv_qp_init_attr){
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 } }) == NULL);
+	CHECK_EQ(errno, EADDRINUSE);
+	CHECK_EQ(v.destroyed, IBCKPT_ID_TRIES + 1);
+	v.nids = 0;
+
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_vidmap_remove(&ctx->qpns, 0x68, gen), 0);
+	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
+	CHECK_EQ(ibckpt_destroy_qp(qp2), 0);
+	app_destroy_cq(cq);
+	ibckpt_remap_clear();
+	app_fini();
+}
+
+/*
+ * A CQ is re-created at the size the application has now, resized or not
+ * (review M6: it came back at the size first asked for, smaller than the
+ * queues the application sized against it), and a device that grants less
+ * is refused.
+ */
+static void cq_recreated_at_its_size(void)
+{
+	struct ibckpt_cq *cq;
+	struct ibv_cq *c;
+
+	app_init();
+	c = app_cq(NULL, NULL);
+	cq = to_icq(c);
+	CHECK_EQ(ibckpt_resize_cq(c, 64), 0);
+	CHECK_EQ(c->cqe, 64);
+	ibckpt_cq_release(cq);
+	CHECK_EQ(ibckpt_cq_recreate(cq), 0);
+	CHECK_EQ(cq->real->cqe, 64);
+	ibckpt_cq_release(cq);
+	v.cq_cap = 32;
+	CHECK_EQ(ibckpt_cq_recreate(cq), ENOSPC);
+	CHECK(cq->real == NULL);
+	v.cq_cap = 0;
+	CHECK_EQ(ibckpt_cq_recreate(cq), 0);
+	app_destroy_cq(c);
+	app_fini();
+}
+
+/*
+ * A signaled send whose completion reached the vendor's CQ after the
+ * quiesce's drain has completed: the release's check must not count it as
+ * outstanding (review M11: the check ran before the release's own drain,
+ * and refused with EBUSY). The completion goes to the private queue, for
+ * the application, first.
+ */
+static void release_check_after_the_drain(void)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	ibckpt_quiesced = true;
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED), 0);
+	ibckpt_quiesced = false;
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	CHECK_EQ(v.ncqe, 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);	/* from the private queue */
+	CHECK_EQ(wc.wr_id, 7);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* A REACQUIRE's device map names are C strings: one without its NUL is refused (review L8). */
+static void reacquire_map_names_terminated(void)
+{
+	struct ibckpt_rdev_map map[2] = { { "rxe0", "rxe1" }, { "rxe1", "" } };
+	struct ibckpt_ident *ids;
+	uint32_t n;
+
+	memset(map[1].to, 'x', sizeof(map[1].to));
+	CHECK_EQ(ibckpt_reacquire(map, 2, &ids, &n), EINVAL);
+	memset(map[1].to, 0, sizeof(map[1].to));
+	memset(map[0].from, 'y', sizeof(map[0].from));
+	CHECK_EQ(ibckpt_reacquire(map, 2, &ids, &n), EINVAL);
+	memcpy(map[0].from, "rxe0", 5);
+	CHECK_EQ(ibckpt_reacquire(map, 2, &ids, &n), 0);	/* nothing released: nothing to do */
+	CHECK_EQ(n, 0);
+}
+
+/*
+ * Review H2: the peers' PSN check shows the peer got every packet sent, not
+ * that every request posted was sent. A request not started yet (behind a
+ * fence, out of credits, or rewound by an RNR retry as hardware reports
+ * it) leaves the QP's send PSN where the peer expects it; the release then
+ * forgot it. Now each logged request counts the PSNs it takes, and the
+ * release is refused unless the QP's next PSN is past all of them.
+ */
+static void release_waits_for_unsent_requests(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024 };
+	struct ibv_sge sge = { .addr = 0x1000, .length = 3000, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE }, *bad;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PATH_MTU), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0xfffffe };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);	/* unsignaled, 3 packets */
+	/* the vendor reports the QP at the PSN before it (query_qp: the last modify's) */
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), EBUSY);
+	v.qp_attr_set.sq_psn = 0;	/* two of its three packets out */
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), EBUSY);
+	v.qp_attr_set.sq_psn = 1;	/* all out (the PSN wrapped) */
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -1315,5 +1673,11 @@ int main(void)
 	RUN(destroyed_cq_leaves_no_event);
 	RUN(destroy_cq_waits_for_the_ack);
 	RUN(destroy_waits_for_async_acks);
+	RUN(destroyed_object_leaves_no_async_event);
+	RUN(new_objects_avoid_virtual_ids);
+	RUN(cq_recreated_at_its_size);
+	RUN(release_check_after_the_drain);
+	RUN(reacquire_map_names_terminated);
+	RUN(release_waits_for_unsent_requests);
 	return unit_done();
 }

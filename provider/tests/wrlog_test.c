@@ -556,6 +556,66 @@ static void tso_header_is_copied(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/*
+ * The PSNs a connected QP's requests take (IBTA: one per MTU or part, at
+ * least one; a READ as many as its response; a window bind none), and what
+ * an unposted request gave back (H2: the release compares the QP's next PSN
+ * with their sum).
+ */
+static void psns_of_requests(void)
+{
+	static char buf[5000];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 0, .lkey = 7 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
+	struct ibv_sge two[2] = { { (uintptr_t)buf, 1000, 7 }, { (uintptr_t)buf, 1000, 7 } };
+	struct ibckpt_wrlog log;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 16, 2, 64, false), 0);
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);	/* no MTU yet */
+	CHECK(log.psn_lost);
+	log.psn_lost = false;
+	log.psn_sum = 0xfffffe;		/* PSNs wrap at 2^24 */
+	log.mtu_shift = 10;		/* IBV_MTU_1024 */
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);	/* zero bytes: one packet */
+	CHECK_EQ(log.psn_sum, 0xffffff);
+	sge.length = 1024;
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);	/* exactly one MTU */
+	CHECK_EQ(log.psn_sum, 0);
+	sge.length = 1025;
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);	/* its response: 2 */
+	CHECK_EQ(log.psn_sum, 2);
+	wr.sg_list = two;
+	wr.num_sge = 2;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);	/* 2000 bytes in two SGEs */
+	CHECK_EQ(log.psn_sum, 4);
+	wr.send_flags = IBV_SEND_INLINE;
+	two[0].length = two[1].length = 20;
+	wr.opcode = IBV_WR_SEND;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);	/* inline */
+	CHECK_EQ(log.psn_sum, 5);
+	wr.send_flags = 0;
+	wr.num_sge = 1;
+	wr.sg_list = &sge;
+	sge.length = 8;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);
+	CHECK_EQ(log.psn_sum, 6);
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.num_sge = 0;
+	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), 0);	/* local: none */
+	CHECK_EQ(log.psn_sum, 6);
+	wr.opcode = IBV_WR_SEND;
+	wr.num_sge = 1;
+	sge.length = 4096;
+	CHECK_EQ(ibckpt_wrlog_send_fast(&log, &wr), 0);
+	CHECK_EQ(log.psn_sum, 10);
+	ibckpt_wrlog_unpost(&log, 2);	/* the vendor refused the last two */
+	CHECK_EQ(log.psn_sum, 6);
+	ibckpt_wrlog_destroy(&log);
+}
+
 int main(void)
 {
 	RUN(sq_signaled_retires_earlier_unsignaled);
@@ -576,5 +636,6 @@ int main(void)
 	RUN(reset_forgets_all);
 	RUN(signaled_numbers_follow_unpost_and_flush);
 	RUN(tso_header_is_copied);
+	RUN(psns_of_requests);
 	return unit_done();
 }

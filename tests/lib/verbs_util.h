@@ -26,8 +26,20 @@ static inline struct ibv_context *open_named_device(const char *name)
  * GID index 0): INIT, RTR and RTS. Returns NULL, or the failing step's name
  * ("INIT", "RTR", "RTS") with errno set.
  */
+static inline const char *rc_connect_rnr(struct ibv_qp *qp, uint32_t dest_qpn,
+					 const union ibv_gid *gid, int access,
+					 uint8_t min_rnr_timer);
+
 static inline const char *rc_connect(struct ibv_qp *qp, uint32_t dest_qpn,
 				     const union ibv_gid *gid, int access)
+{
+	return rc_connect_rnr(qp, dest_qpn, gid, access, 12);
+}
+
+/* rc_connect() with the RNR NAK timer code the QP asks its senders to wait (IBTA 9.7.5.2.8). */
+static inline const char *rc_connect_rnr(struct ibv_qp *qp, uint32_t dest_qpn,
+					 const union ibv_gid *gid, int access,
+					 uint8_t min_rnr_timer)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = (unsigned int)access };
@@ -41,7 +53,7 @@ static inline const char *rc_connect(struct ibv_qp *qp, uint32_t dest_qpn,
 	a.dest_qp_num = dest_qpn;
 	a.rq_psn = 1;
 	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
+	a.min_rnr_timer = min_rnr_timer;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = *gid;
 	a.ah_attr.grh.hop_limit = 1;

@@ -9,9 +9,19 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ibckpt=./ibckpt
 T=$(mktemp -d)
-sleep 60 3< /dev/null 4< /dev/null &
+# processes a stale directory may name: with the provider loaded (as a
+# verbs program has) but no restart channel at 3 and 4, with pipes there
+# but no provider, and with the provider and one end of each pipe only
+prov=$PWD/../provider/libibckpt-rdmav34.so
+# (nothing of theirs holds this script's output open)
+LD_PRELOAD=$prov sleep 60 3< /dev/null 4< /dev/null > /dev/null 2>&1 &
 victim=$!
-trap 'kill $victim 2> /dev/null; rm -rf "$T"' EXIT
+sleep 60 3< <(exec sleep 60 > /dev/null 2>&1) 4> >(exec cat > /dev/null 2>&1) > /dev/null 2>&1 &
+piped=$!
+LD_PRELOAD=$prov sleep 60 3< <(exec sleep 60 > /dev/null 2>&1) 4> >(exec cat > /dev/null 2>&1) \
+	> /dev/null 2>&1 &
+oneend=$!
+trap 'pkill -P $piped; pkill -P $oneend; kill $victim $piped $oneend 2> /dev/null; rm -rf "$T"' EXIT
 rc=0
 
 expect() {	# NAME STATUS MESSAGE-REGEX -- ARGS
@@ -43,6 +53,11 @@ expect process_gone 1 "process 4194303: cannot open its restart channel" -- reac
 job notpipe "ibckpt-job 1\nproc $victim 3 4\n"
 expect not_a_pipe 1 "process $victim: descriptor 3 is not its restart channel" -- \
 	reacquire -D "$T/notpipe"
+job piped "ibckpt-job 1\nproc $piped 4 3\n"
+expect no_provider 1 "process $piped runs no ibckpt provider" -- reacquire -D "$T/piped"
+job oneend "ibckpt-job 1\nproc $oneend 4 3\n"
+expect one_pipe_end 1 "process $oneend: descriptor 4 is not its restart channel" -- \
+	reacquire -D "$T/oneend"
 job v2 'ibckpt-job 2\nproc 12 3 4\n'
 expect other_version 1 "checkpoint format version 2, this ibckpt reads version 1" -- \
 	restart -D "$T/v2"
@@ -56,6 +71,17 @@ touch "$T/nosnap/ibckpt-complete"
 expect snapshot_missing 1 "proc-4194303.snap: No such file" -- restart -D "$T/nosnap"
 printf 'not a snapshot' > "$T/nosnap/proc-4194303.snap"
 expect snapshot_foreign 1 "proc-4194303.snap: .*not an ibckpt snapshot|truncated" -- restart -D "$T/nosnap"
+rm "$T/nosnap/proc-4194303.snap"
+ln -s /etc/passwd "$T/nosnap/proc-4194303.snap"	# root would read anything
+expect snapshot_symlink 1 "proc-4194303.snap: a symbolic link" -- restart -D "$T/nosnap"
+# a directory someone else could have written is not restored (criu runs as root)
+job open 'ibckpt-job 1\nproc 4194303 3 4\n'
+touch "$T/open/ibckpt-complete"
+chmod 0777 "$T/open"
+expect dir_writable 1 "writable by nobody else" -- restart -D "$T/open"
+chmod 0700 "$T/open"
+ln -s "$T/open" "$T/link"
+expect dir_symlink 1 "a symbolic link, not a checkpoint directory" -- restart -D "$T/link"
 expect restart_usage 2 "usage: ibckpt restart" -- restart
 expect usage_no_dir 2 "usage: ibckpt reacquire" -- reacquire
 expect bad_map 2 "--map takes DEV=DEV" -- reacquire -D "$T/foreign" --map rxe0

@@ -41,6 +41,9 @@
  * @IBCKPT_RMSG_PREPARE: would RELEASE succeed? Every check of a release,
  *	nothing torn down: the CLI releases no process unless every process
  *	of the job agreed; @status: IBCKPT_RREL_* flags
+ * @IBCKPT_RMSG_ABORT: a reacquire failed somewhere in the job: destroy what
+ *	this process re-created since its release (before GO), so that it is
+ *	released as it was and a new REACQUIRE starts over; payload: none
  */
 enum ibckpt_rmsg_type {
 	IBCKPT_RMSG_RELEASE = 1,
@@ -49,6 +52,7 @@ enum ibckpt_rmsg_type {
 	IBCKPT_RMSG_GO,
 	IBCKPT_RMSG_REPLY,
 	IBCKPT_RMSG_PREPARE,
+	IBCKPT_RMSG_ABORT,
 };
 
 /* RELEASE flags (in @status of the command) */

@@ -82,9 +82,18 @@ wait $lockpid
 ibckpt restart -D "$dir" > /dev/null 2> "$T/re" || fail "restart: $(cat "$T/re")"
 traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
 kill -KILL "$sid" "$server" "$client"
-for _ in $(seq 100); do alive "$server" || alive "$client" || break; sleep 0.1; done
+# gone means reaped too: a zombie's pid is still taken (init reaps them)
+gone() { for p in "$@"; do ! alive "$p" || return 1; done; }
+for _ in $(seq 100); do gone "$sid" "$server" "$client" && break; sleep 0.1; done
+gone "$sid" "$server" "$client" || fail "the killed job is still there: $(ps -o pid,stat,cmd -p "$sid,$server,$client")"
 cp -p "$T"/files/* "$T/"
-ibckpt restart -D "$dir" > /dev/null 2> "$T/re" || fail "restart the same directory again: $(cat "$T/re")"
+# criu's own error is quoted when it fails (nothing restored)
+printf '#!/bin/sh\necho "(00.01) Error (criu/cr-restore.c:42): a made-up failure" >&2\nexit 1\n' > "$T/badcriu"
+chmod +x "$T/badcriu"
+IBCKPT_CRIU=$T/badcriu refused 1 "criu: .*cr-restore.c:42.: a made-up failure" \
+	ibckpt restart -D "$dir"
+ibckpt restart -D "$dir" > /dev/null 2> "$T/re" ||
+	fail "restart the same directory again: $(cat "$T/re") $(grep -B5 Error "$dir/restore.log" | tail -n 30)"
 traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
 kill -INT "$client"
 for _ in $(seq 300); do [ -s "$T/server.rc" ] && break; sleep 0.1; done
