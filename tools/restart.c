@@ -13,221 +13,30 @@
  * The CLI talks to each provider through its restart channel
  * (uapi/linux/ibckpt_restart.h) and is the job's rendezvous: it collects
  * every process's identities and hands the merged set to all of them.
+ * The directory is ckptdir.c's, criu is criu.c's, and the removal of a
+ * restored job that failed killtree.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <unistd.h>
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <linux/ibckpt.h>
 #include <linux/ibckpt_restart.h>
 #include "cli.h"
 #include "json.h"
 #include "peers.h"
 #include "rchan.h"
+#include "restart.h"
 #include "snapshot.h"
 
-#define JOB_FILE	"ibckpt-job"
-#define JOB_VERSION	1
-#define JOB_MAGIC	"ibckpt-job 1"
 #define PHASE_MS	60000	/* a phase of one process: re-creating can take long */
 #define CHECKPOINT_TRIES 5	/* freezes that may find requests in flight */
-
-struct rjob {
-	struct rchan *p;
-	unsigned int n;
-};
-
-static void rjob_close(struct rjob *j)
-{
-	unsigned int i;
-
-	for (i = 0; i < j->n; i++)
-		rchan_close(&j->p[i]);
-}
-
-static void rjob_free(struct rjob *j)
-{
-	rjob_close(j);
-	free(j->p);
-	j->p = NULL;
-	j->n = 0;
-}
-
-static int rjob_add(struct rjob *j, unsigned int pid, int cmd_fd, int reply_fd)
-{
-	struct rchan *p = realloc(j->p, (j->n + 1) * sizeof(*p));
-
-	if (!p)
-		return -1;
-	j->p = p;
-	j->p[j->n++] = (struct rchan){ .pid = pid, .cmd_fd = cmd_fd, .reply_fd = reply_fd,
-				       .cmd = -1, .reply = -1 };
-	return 0;
-}
-
-/* ---- the checkpoint directory ---- */
-
-/*
- * A checkpoint directory is written by root and restored by root (criu
- * restores the credentials in its images): one that another user could
- * have planted or changed must not be used. Return: 0 if @dir is a
- * directory, not a symbolic link, owned by the caller or root, and
- * writable by nobody else; -1, said, otherwise.
- */
-static int dir_trusted(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st)) {
-		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "ibckpt: %s: %s\n", dir, S_ISLNK(st.st_mode) ?
-			"a symbolic link, not a checkpoint directory" : "not a directory");
-		return -1;
-	}
-	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		fprintf(stderr, "ibckpt: %s: owned by uid %u, mode %04o: a checkpoint directory "
-			"must be the caller's (or root's) and writable by nobody else\n", dir,
-			(unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
-		return -1;
-	}
-	return 0;
-}
-
-static int dir_make(const char *dir)
-{
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	return dir_trusted(dir);
-}
-
-static int write_file(const char *dir, const char *name, const void *buf, size_t len)
-{
-	char path[4096];
-	int fd, ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* addresses and keys of the job: owner only; a planted link is not followed */
-	unlink(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	ok = write(fd, buf, len) == (ssize_t)len;
-	if (close(fd) || !ok) {
-		fprintf(stderr, "ibckpt: %s: write failed\n", path);
-		return -1;
-	}
-	return 0;
-}
-
-static int job_save(const char *dir, const struct rjob *j, const struct cli_snaps *l)
-{
-	char *text = NULL, name[64];
-	size_t len = 0;
-	unsigned int i;
-	FILE *f;
-	int rc;
-
-	f = open_memstream(&text, &len);
-	if (!f)
-		return -1;
-	fprintf(f, "%s\n", JOB_MAGIC);
-	for (i = 0; i < j->n; i++)
-		fprintf(f, "proc %u %d %d\n", j->p[i].pid, j->p[i].cmd_fd, j->p[i].reply_fd);
-	fclose(f);
-	rc = write_file(dir, JOB_FILE, text, len);
-	free(text);
-	for (i = 0; !rc && i < l->n; i++) {
-		snprintf(name, sizeof(name), "proc-%u.snap", l->v[i].tgid);
-		rc = write_file(dir, name, l->v[i].data, l->v[i].total);
-	}
-	return rc;
-}
-
-/* A checkpoint directory's job; 0, or -1 said (missing, foreign, corrupt). */
-static int job_load(const char *dir, struct rjob *j)
-{
-	char path[4096], line[256];
-	unsigned int pid, lineno = 1;
-	int cmd, reply, end;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, JOB_FILE);
-	f = fopen(path, "re");
-	if (!f) {
-		fprintf(stderr, "ibckpt: %s: %s%s\n", path, strerror(errno),
-			errno == ENOENT ? " (not a checkpoint directory of ibckpt)" : "");
-		return -1;
-	}
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "ibckpt-job ", 11)) {
-		fprintf(stderr, "ibckpt: %s: not an ibckpt job file\n", path);
-		goto bad;
-	}
-	if (strcmp(line, JOB_MAGIC "\n")) {
-		line[strcspn(line, "\n")] = 0;
-		fprintf(stderr, "ibckpt: %s: checkpoint format version %s, this ibckpt reads "
-			"version %d\n", path, line + 11, JOB_VERSION);
-		goto bad;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		end = 0;
-		if (sscanf(line, "proc %u %d %d%n", &pid, &cmd, &reply, &end) != 3 ||
-		    line[end] != '\n' || !pid || cmd < 0 || reply < 0) {
-			fprintf(stderr, "ibckpt: %s:%u: malformed line\n", path, lineno);
-			goto bad;
-		}
-		if (rjob_add(j, pid, cmd, reply))
-			goto bad;
-	}
-	fclose(f);
-	if (!j->n) {
-		fprintf(stderr, "ibckpt: %s: no process\n", path);
-		return -1;
-	}
-	return 0;
-bad:
-	fclose(f);
-	rjob_free(j);
-	return -1;
-}
-
-/*
- * IBCKPT_TIMING=1 (make bench: tests/bench/restart-scale.sh): one line per
- * phase on stderr, "ibckpt: timing: PHASE MS ms", the time since the
- * previous call; @phase NULL only starts the clock.
- */
-static void timing(const char *phase)
-{
-	static struct timespec last;
-	const char *on = getenv("IBCKPT_TIMING");
-	struct timespec now;
-
-	if (!on || strcmp(on, "1"))
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (phase)
-		fprintf(stderr, "ibckpt: timing: %s %.1f ms\n", phase,
-			(double)(now.tv_sec - last.tv_sec) * 1e3 +
-			(double)(now.tv_nsec - last.tv_nsec) / 1e6);
-	last = now;
-}
 
 /* ---- the phases ---- */
 
@@ -485,7 +294,7 @@ static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uin
 	uint32_t nids = 0;
 	int rc = 1;
 
-	timing(NULL);
+	ckpt_timing(NULL);
 	rjob_undone = false;
 	if (job_load(dir, &j) || rjob_open(&j))
 		goto out;
@@ -495,7 +304,7 @@ static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uin
 				"reacquire: ibckpt reacquire -D %s [--map ...] tries again\n", dir);
 		goto out;
 	}
-	timing("reacquire");
+	ckpt_timing("reacquire");
 	if (json) {
 		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j.n, nids);
 		json_str(stdout, dir);
@@ -588,357 +397,6 @@ int cmd_reacquire(int argc, char **argv)
 	return rc;
 }
 
-/* ---- criu (Documentation/restart.rst: why stock criu works on a released job) ---- */
-
-#define CRIU_DIR	"criu"		/* its images, under the checkpoint directory */
-#define DONE_FILE	"ibckpt-complete"	/* written last: the checkpoint is whole */
-#define PID_FILE	"restore.pid"	/* criu's: the restored root */
-
-/*
- * Run criu with @args (NULL-terminated, after the program name), its output
- * in @log. Return: its exit status, or -1 if it could not run.
- */
-static int run_criu(const char *const *args, const char *log)
-{
-	const char *criu = getenv("IBCKPT_CRIU") ? getenv("IBCKPT_CRIU") : "criu";
-	const char *argv[32];
-	int i, st, fd;
-	pid_t pid;
-
-	argv[0] = criu;
-	for (i = 0; args[i] && i < 30; i++)
-		argv[i + 1] = args[i];
-	argv[i + 1] = NULL;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		fd = open("/dev/null", O_RDONLY);
-		if (fd >= 0)
-			dup2(fd, 0);
-		execvp(criu, (char *const *)argv);
-		fprintf(stderr, "%s: %s\n", criu, strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/*
- * Quote criu's own errors from @log (its "Error (" lines, the last
- * CRIU_ERRORS of them): "see the log" alone sends every user digging.
- */
-#define CRIU_ERRORS 4
-static void criu_errors(const char *log)
-{
-	char line[512], last[CRIU_ERRORS][512];
-	unsigned int n = 0, i;
-	FILE *f = fopen(log, "r");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "Error (") || strstr(line, "Error:"))
-			snprintf(last[n++ % CRIU_ERRORS], sizeof(last[0]), "%s", line);
-	fclose(f);
-	for (i = n > CRIU_ERRORS ? n - CRIU_ERRORS : 0; i < n; i++)
-		fprintf(stderr, "  criu: %s", last[i % CRIU_ERRORS]);
-}
-
-/* Does the process still hold /dev/ibckpt? (a released one drops it at the thaw) */
-static bool holds_module(unsigned int pid)
-{
-	char path[64], link[64];
-	struct dirent *d;
-	bool held = false;
-	ssize_t n;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%u/fd", pid);
-	dir = opendir(path);
-	if (!dir)
-		return false;
-	while (!held && (d = readdir(dir)) != NULL) {
-		char p[320];
-
-		snprintf(p, sizeof(p), "%s/%s", path, d->d_name);
-		n = readlink(p, link, sizeof(link) - 1);
-		held = n > 0 && (link[n] = 0, !strcmp(link, "/dev/" IBCKPT_DEVICE_NAME));
-	}
-	closedir(dir);
-	return held;
-}
-
-/* Wait (up to 5 s) until no process of @j holds /dev/ibckpt: criu could not dump it. */
-static int wait_unregistered(const struct rjob *j)
-{
-	unsigned int i, tries;
-
-	for (tries = 0; tries < 500; tries++) {
-		for (i = 0; i < j->n && !holds_module(j->p[i].pid); i++)
-			;
-		if (i == j->n)
-			return 0;
-		usleep(10000);
-	}
-	fprintf(stderr, "ibckpt: process %u still holds /dev/%s after its release\n", j->p[i].pid,
-		IBCKPT_DEVICE_NAME);
-	return -1;
-}
-
-/*
- * criu dump of the released job, rooted at @root (criu takes a process and
- * its descendants). Its network lock is nftables': Debian's criu defaults
- * to iptables, which a minimal system lacks.
- */
-static int criu_dump(const char *dir, unsigned int root)
-{
-	char images[4096], log[4200], tree[16];
-	const char *args[] = { "dump", "-t", tree, "-D", images, "-v4", "--manage-cgroups=ignore",
-			       "--tcp-established", "--network-lock", "nftables", NULL };
-	int st;
-
-	snprintf(tree, sizeof(tree), "%u", root);
-	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
-	snprintf(log, sizeof(log), "%s/dump.log", dir);
-	if (dir_make(images))
-		return -1;
-	timing("unregister");
-	st = run_criu(args, log);
-	timing("dump");
-	if (st) {
-		fprintf(stderr, "ibckpt: criu dump failed (exit %d): see %s\n", st, log);
-		criu_errors(log);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * criu restore of the job; *@root is set to the restored root's pid, which
- * criu writes to DIR/restore.pid (0 if it cannot be read): a restart whose
- * reacquire fails kills the tree it restored. The pid file's path is made
- * absolute (criu takes a relative one in its work directory, the images),
- * and an earlier restart's goes first (criu creates it with O_EXCL).
- */
-static int criu_restore(const char *dir, pid_t *root)
-{
-	char images[4096], log[4200], pidfile[4200], *abs;
-	const char *args[] = { "restore", "-d", "-D", images, "-v4", "--pidfile", pidfile,
-			       "--manage-cgroups=ignore", "--tcp-established", "--network-lock",
-			       "nftables", NULL };
-	int st, pid = 0;
-	FILE *f;
-
-	*root = 0;
-	abs = realpath(dir, NULL);
-	if (!abs) {
-		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	snprintf(pidfile, sizeof(pidfile), "%s/" PID_FILE, abs);
-	free(abs);
-	if (unlink(pidfile) && errno != ENOENT) {
-		fprintf(stderr, "ibckpt: %s: %s\n", pidfile, strerror(errno));
-		return -1;
-	}
-	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
-	snprintf(log, sizeof(log), "%s/restore.log", dir);
-	timing(NULL);
-	st = run_criu(args, log);
-	timing("restore");
-	if (st) {
-		fprintf(stderr, "ibckpt: criu restore failed (exit %d): see %s\n", st, log);
-		criu_errors(log);
-		return -1;
-	}
-	f = fopen(pidfile, "re");
-	if (f) {
-		if (fscanf(f, "%d", &pid) == 1 && pid > 0)
-			*root = pid;
-		fclose(f);
-	}
-	return 0;
-}
-
-/* ---- a restart whose reacquire failed: the restored job goes ---- */
-
-#define KILL_WAIT_MS	10000	/* until the killed job's pids are free again */
-#define STOP_WAIT_MS	100	/* per process, until its threads are stopped */
-
-struct pids {
-	pid_t *v;
-	unsigned int n;
-};
-
-/* @pid into @s, once. Return: 0, or -1 (out of memory). */
-static int pids_add(struct pids *s, pid_t pid)
-{
-	unsigned int i;
-	pid_t *v;
-
-	for (i = 0; i < s->n; i++)
-		if (s->v[i] == pid)
-			return 0;
-	v = realloc(s->v, (s->n + 1) * sizeof(*v));
-	if (!v)
-		return -1;
-	s->v = v;
-	s->v[s->n++] = pid;
-	return 0;
-}
-
-/* A zombie holds its pid until its parent (or init) reaps it: it exists. */
-static bool pid_exists(pid_t pid)
-{
-	return !kill(pid, 0) || errno == EPERM;
-}
-
-/*
- * Each thread of @pid's state letter (/proc/PID/task/TID/stat), in @states
- * (at most @len - 1 of them). Return: false if @pid is gone.
- */
-static bool thread_states(pid_t pid, char *states, size_t len)
-{
-	char path[80], buf[512], *p;
-	struct dirent *d;
-	size_t n = 0;
-	DIR *tasks;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	tasks = opendir(path);
-	if (!tasks)
-		return false;
-	while ((d = readdir(tasks)) != NULL && n + 1 < len) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", pid, d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		/* the command name may hold anything: the state follows its last ')' */
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		if (p && p[1] == ' ')
-			states[n++] = p[2];
-		fclose(f);
-	}
-	closedir(tasks);
-	states[n] = 0;
-	return true;
-}
-
-/*
- * @pid's children into @s, once every thread of it is stopped (or a moment
- * has passed): a thread in the middle of a fork when SIGSTOP came finishes
- * it, and its child must not appear behind the walk. The kernel lists
- * children per thread (the one that forked). Return: 0, or -1 (no memory).
- */
-static int pids_children(struct pids *s, pid_t pid)
-{
-	char path[80], states[256];
-	unsigned int waited;
-	struct dirent *d;
-	DIR *tasks;
-	FILE *f;
-	int child, rc = 0;
-
-	for (waited = 0; waited < STOP_WAIT_MS; waited++) {
-		if (!thread_states(pid, states, sizeof(states)))
-			return 0;
-		if (!states[strspn(states, "tTZX")])
-			break;
-		usleep(1000);
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	tasks = opendir(path);
-	if (!tasks)
-		return 0;
-	while (!rc && (d = readdir(tasks)) != NULL) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", pid, d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (!rc && fscanf(f, "%d", &child) == 1)
-			rc = pids_add(s, child);
-		fclose(f);
-	}
-	closedir(tasks);
-	return rc;
-}
-
-/*
- * Kill what criu restored: @root (0: not known) and the job's processes of
- * @j (absent before the restore: criu's), with every descendant, then wait
- * until each pid is free again. Every process is stopped before its
- * children are read and none is killed before all are stopped: a parent
- * killed first hands its children to init, out of the walk's reach, and a
- * shell of the job never runs again to react (to write an exit status).
- * Return: the number of processes killed, or -1 if one may be left (said).
- */
-static int kill_restored(pid_t root, const struct rjob *j)
-{
-	unsigned int i, tries, left = 0, killed = 0;
-	struct pids s = { 0 };
-	char states[64];
-	int rc = 0;
-
-	if (!root)
-		fprintf(stderr, "ibckpt: criu wrote no %s: the job's processes with a provider "
-			"and their descendants are killed, the restored root may be left\n",
-			PID_FILE);
-	if (root && pids_add(&s, root))
-		rc = -1;
-	for (i = 0; !rc && i < j->n; i++)
-		rc = pids_add(&s, (pid_t)j->p[i].pid);
-	/* s grows behind i: every child found is stopped and walked in turn */
-	for (i = 0; !rc && i < s.n; i++) {
-		if (kill(s.v[i], SIGSTOP))
-			continue;	/* gone; any other failure is the SIGKILL's to tell */
-		rc = pids_children(&s, s.v[i]);
-	}
-	if (rc)
-		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
-	for (i = 0; i < s.n; i++) {
-		if (!kill(s.v[i], SIGKILL))
-			killed++;
-		else if (errno != ESRCH) {
-			fprintf(stderr, "ibckpt: cannot kill process %d: %s\n", s.v[i],
-				strerror(errno));
-			rc = -1;
-		}
-	}
-	for (tries = 0; tries < KILL_WAIT_MS / 10; tries++) {
-		for (left = 0, i = 0; i < s.n; i++)
-			left += pid_exists(s.v[i]);
-		if (!left)
-			break;
-		usleep(10000);
-	}
-	for (i = 0; left && i < s.n; i++) {
-		if (!pid_exists(s.v[i]))
-			continue;
-		if (!thread_states(s.v[i], states, sizeof(states)))
-			states[0] = 0;
-		fprintf(stderr, "ibckpt: process %d is still there %d s after SIGKILL (its "
-			"threads' states: %s)\n", s.v[i], KILL_WAIT_MS / 1000,
-			states[0] ? states : "?");
-		rc = -1;
-	}
-	free(s.v);
-	return rc ? -1 : (int)killed;
-}
-
 /* The job's selector as command-line arguments, for the freeze and thaw commands. */
 static int job_args(const struct cli_job *job, char *idbuf, size_t len, char **argv)
 {
@@ -994,9 +452,9 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	fargc = 5 + job_args(job, idbuf, sizeof(idbuf), fargv + 5);
 	fargv[fargc] = NULL;
 	json = 0;	/* one report, the caller's */
-	timing(NULL);
+	ckpt_timing(NULL);
 	rc = cmd_freeze(fargc, fargv);
-	timing("freeze");
+	ckpt_timing("freeze");
 	json = saved_json;
 	if (rc)
 		return 1;
@@ -1014,10 +472,10 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	free(l.v);
 	json = 0;
 	rc = release_job(&by_id, dir, what);
-	timing("release");
+	ckpt_timing("release");
 	if (thaw_session(by_id.session))
 		rc = 1;
-	timing("thaw");
+	ckpt_timing("thaw");
 	json = saved_json;
 	return rc;
 }
@@ -1175,8 +633,6 @@ static void check_device(const struct ibckpt_snap_rec *r, const void *pl, void *
 	}
 }
 
-static int snap_load(const char *dir, unsigned int pid, struct cli_snap *s);
-
 static int devices_present(const char *dir, const struct rjob *j,
 			   const struct ibckpt_rdev_map *map, uint32_t nmap)
 {
@@ -1279,88 +735,4 @@ out:
 	rjob_free(&j);
 	free(map);
 	return rc;
-}
-
-/* ---- ibckpt dump -D DIR: the checkpoint directory read offline ---- */
-
-/* DIR/proc-PID.snap into @s: a regular file, not a link, that snap_validate() accepts. */
-static int snap_load(const char *dir, unsigned int pid, struct cli_snap *s)
-{
-	char path[4200], err[256] = "";
-	unsigned char *buf = NULL;
-	struct stat st;
-	size_t have = 0;
-	ssize_t n = 0;
-	int fd = -1;
-
-	snprintf(path, sizeof(path), "%s/proc-%u.snap", dir, pid);
-	/* lstat first: a FIFO or a device is never opened */
-	if (lstat(path, &st)) {
-		snprintf(err, sizeof(err), "%s", strerror(errno));
-	} else if (S_ISLNK(st.st_mode)) {
-		snprintf(err, sizeof(err), "a symbolic link, not a snapshot file");
-	} else if (!S_ISREG(st.st_mode)) {
-		snprintf(err, sizeof(err), "not a regular file");
-	} else if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 ||
-		   fstat(fd, &st)) {
-		snprintf(err, sizeof(err), "%s", strerror(errno));
-	} else if (!S_ISREG(st.st_mode)) {
-		snprintf(err, sizeof(err), "not a regular file");
-	} else if (st.st_size > (off_t)IBCKPT_SNAP_MAX_LEN) {
-		snprintf(err, sizeof(err), "%lld bytes, a snapshot is at most %u",
-			 (long long)st.st_size, IBCKPT_SNAP_MAX_LEN);
-	} else if (!(buf = malloc(st.st_size ? (size_t)st.st_size : 1))) {
-		snprintf(err, sizeof(err), "out of memory");
-	} else {
-		while (have < (size_t)st.st_size) {
-			n = read(fd, buf + have, (size_t)st.st_size - have);
-			if (n > 0)
-				have += (size_t)n;
-			else if (!n || errno != EINTR)
-				break;
-		}
-		if (n < 0)
-			snprintf(err, sizeof(err), "%s", strerror(errno));
-		else if (snap_validate(buf, have, err, sizeof(err)) && !err[0])
-			snprintf(err, sizeof(err), "malformed snapshot");
-	}
-	if (fd >= 0)
-		close(fd);
-	if (err[0]) {
-		fprintf(stderr, "ibckpt: %s: %s\n", path, err);
-		free(buf);
-		return -1;
-	}
-	*s = (struct cli_snap){ .tgid = pid, .data = buf, .total = (uint32_t)have,
-				.have = (uint32_t)have };
-	return 0;
-}
-
-int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
-{
-	struct rjob j = { 0 };
-	char path[4200];
-	unsigned int i;
-
-	memset(l, 0, sizeof(*l));
-	if (job_load(dir, &j))
-		return 1;
-	l->v = calloc(j.n, sizeof(*l->v));
-	if (!l->v) {
-		fprintf(stderr, "ibckpt: out of memory\n");
-		rjob_free(&j);
-		return 1;
-	}
-	for (i = 0; i < j.n; i++, l->n++) {
-		if (snap_load(dir, j.p[i].pid, &l->v[i])) {
-			rjob_free(&j);
-			cli_snaps_free(l);
-			memset(l, 0, sizeof(*l));
-			return 1;
-		}
-	}
-	rjob_free(&j);
-	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
-	*complete = !access(path, F_OK);
-	return 0;
 }

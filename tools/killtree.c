@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * A restart whose reacquire failed after criu restored the job: the
+ * restored tree is stopped, walked and killed, and waited for until its
+ * pids are free again (Documentation/restart.rst).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+#include "restart.h"
+
+/* ---- a restart whose reacquire failed: the restored job goes ---- */
+
+#define KILL_WAIT_MS	10000	/* until the killed job's pids are free again */
+#define STOP_WAIT_MS	100	/* per process, until its threads are stopped */
+
+struct pids {
+	pid_t *v;
+	unsigned int n;
+};
+
+/* @pid into @s, once. Return: 0, or -1 (out of memory). */
+static int pids_add(struct pids *s, pid_t pid)
+{
+	unsigned int i;
+	pid_t *v;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i] == pid)
+			return 0;
+	v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	s->v = v;
+	s->v[s->n++] = pid;
+	return 0;
+}
+
+/* A zombie holds its pid until its parent (or init) reaps it: it exists. */
+static bool pid_exists(pid_t pid)
+{
+	return !kill(pid, 0) || errno == EPERM;
+}
+
+/*
+ * Each thread of @pid's state letter (/proc/PID/task/TID/stat), in @states
+ * (at most @len - 1 of them). Return: false if @pid is gone.
+ */
+static bool thread_states(pid_t pid, char *states, size_t len)
+{
+	char path[80], buf[512], *p;
+	struct dirent *d;
+	size_t n = 0;
+	DIR *tasks;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	tasks = opendir(path);
+	if (!tasks)
+		return false;
+	while ((d = readdir(tasks)) != NULL && n + 1 < len) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", pid, d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		/* the command name may hold anything: the state follows its last ')' */
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		if (p && p[1] == ' ')
+			states[n++] = p[2];
+		fclose(f);
+	}
+	closedir(tasks);
+	states[n] = 0;
+	return true;
+}
+
+/*
+ * @pid's children into @s, once every thread of it is stopped (or a moment
+ * has passed): a thread in the middle of a fork when SIGSTOP came finishes
+ * it, and its child must not appear behind the walk. The kernel lists
+ * children per thread (the one that forked). Return: 0, or -1 (no memory).
+ */
+static int pids_children(struct pids *s, pid_t pid)
+{
+	char path[80], states[256];
+	unsigned int waited;
+	struct dirent *d;
+	DIR *tasks;
+	FILE *f;
+	int child, rc = 0;
+
+	for (waited = 0; waited < STOP_WAIT_MS; waited++) {
+		if (!thread_states(pid, states, sizeof(states)))
+			return 0;
+		if (!states[strspn(states, "tTZX")])
+			break;
+		usleep(1000);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	tasks = opendir(path);
+	if (!tasks)
+		return 0;
+	while (!rc && (d = readdir(tasks)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", pid, d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (!rc && fscanf(f, "%d", &child) == 1)
+			rc = pids_add(s, child);
+		fclose(f);
+	}
+	closedir(tasks);
+	return rc;
+}
+
+/*
+ * Kill what criu restored: @root (0: not known) and the job's processes of
+ * @j (absent before the restore: criu's), with every descendant, then wait
+ * until each pid is free again. Every process is stopped before its
+ * children are read and none is killed before all are stopped: a parent
+ * killed first hands its children to init, out of the walk's reach, and a
+ * shell of the job never runs again to react (to write an exit status).
+ * Return: the number of processes killed, or -1 if one may be left (said).
+ */
+int kill_restored(pid_t root, const struct rjob *j)
+{
+	unsigned int i, tries, left = 0, killed = 0;
+	struct pids s = { 0 };
+	char states[64];
+	int rc = 0;
+
+	if (!root)
+		fprintf(stderr, "ibckpt: criu wrote no %s: the job's processes with a provider "
+			"and their descendants are killed, the restored root may be left\n",
+			PID_FILE);
+	if (root && pids_add(&s, root))
+		rc = -1;
+	for (i = 0; !rc && i < j->n; i++)
+		rc = pids_add(&s, (pid_t)j->p[i].pid);
+	/* s grows behind i: every child found is stopped and walked in turn */
+	for (i = 0; !rc && i < s.n; i++) {
+		if (kill(s.v[i], SIGSTOP))
+			continue;	/* gone; any other failure is the SIGKILL's to tell */
+		rc = pids_children(&s, s.v[i]);
+	}
+	if (rc)
+		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
+	for (i = 0; i < s.n; i++) {
+		if (!kill(s.v[i], SIGKILL))
+			killed++;
+		else if (errno != ESRCH) {
+			fprintf(stderr, "ibckpt: cannot kill process %d: %s\n", s.v[i],
+				strerror(errno));
+			rc = -1;
+		}
+	}
+	for (tries = 0; tries < KILL_WAIT_MS / 10; tries++) {
+		for (left = 0, i = 0; i < s.n; i++)
+			left += pid_exists(s.v[i]);
+		if (!left)
+			break;
+		usleep(10000);
+	}
+	for (i = 0; left && i < s.n; i++) {
+		if (!pid_exists(s.v[i]))
+			continue;
+		if (!thread_states(s.v[i], states, sizeof(states)))
+			states[0] = 0;
+		fprintf(stderr, "ibckpt: process %d is still there %d s after SIGKILL (its "
+			"threads' states: %s)\n", s.v[i], KILL_WAIT_MS / 1000,
+			states[0] ? states : "?");
+		rc = -1;
+	}
+	free(s.v);
+	return rc ? -1 : (int)killed;
+}
