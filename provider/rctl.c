@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,9 +31,10 @@ int ibckpt_rctl_open(void)
 {
 	if (rctl_pid == getpid())
 		return 0;
-	if (pipe2(cmd_pipe, O_CLOEXEC))
+	/* non-blocking: every read and write has a deadline (io_full()) */
+	if (pipe2(cmd_pipe, O_CLOEXEC | O_NONBLOCK))
 		return errno;
-	if (pipe2(reply_pipe, O_CLOEXEC)) {
+	if (pipe2(reply_pipe, O_CLOEXEC | O_NONBLOCK)) {
 		int err = errno;
 
 		close(cmd_pipe[0]);
@@ -59,42 +61,56 @@ int ibckpt_rctl_wait_fd(void)
 	return rctl_pid == getpid() ? cmd_pipe[0] : -1;
 }
 
-static int read_full(int fd, void *buf, size_t len)
+/*
+ * How long the rest of a message may take to arrive, or a reply to leave:
+ * a CLI that dies part way through a command (or never reads its reply)
+ * must not hold the control thread, which also serves the module.
+ */
+unsigned int ibckpt_rctl_deadline_ms = 5000;
+
+/* Read or write @len bytes of the non-blocking @fd within the deadline. Return: 0 or an errno. */
+static int io_full(int fd, void *buf, size_t len, bool wr)
 {
-	size_t got = 0;
+	struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
+	int waited = 0;
+	size_t done = 0;
 	ssize_t r;
 
-	while (got < len) {
-		r = read(fd, (char *)buf + got, len - got);
-		if (r < 0 && errno == EINTR)
+	while (done < len) {
+		r = wr ? write(fd, (const char *)buf + done, len - done) :
+			 read(fd, (char *)buf + done, len - done);
+		if (r > 0) {
+			done += (size_t)r;
 			continue;
-		if (r <= 0)
-			return r < 0 ? errno : EPIPE;
-		got += (size_t)r;
+		}
+		if (!r)
+			return EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return errno;
+		if (waited >= (int)ibckpt_rctl_deadline_ms)
+			return ETIMEDOUT;
+		if (poll(&p, 1, 100) == 0)
+			waited += 100;
 	}
 	return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+/* Drop what @fd holds (a partial message, a reply nobody read). */
+static void drain(int fd)
 {
-	size_t put = 0;
-	ssize_t r;
+	char junk[4096];
 
-	while (put < len) {
-		r = write(fd, (const char *)buf + put, len - put);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? errno : EPIPE;
-		put += (size_t)r;
-	}
-	return 0;
+	while (read(fd, junk, sizeof(junk)) > 0)
+		;
 }
 
-static void reply(uint32_t status, const void *payload, uint32_t len)
+static void reply(const struct ibckpt_rmsg *cmd, uint32_t status, const void *payload,
+		  uint32_t len)
 {
 	struct ibckpt_rmsg h = { .magic = IBCKPT_RMSG_MAGIC, .type = IBCKPT_RMSG_REPLY,
-				 .status = status };
+				 .status = status, .seq = cmd->seq, .cmd = cmd->type };
 	const char *msg = ibckpt_restart_msg();
 
 	if (status) {		/* the reason, for the CLI to print */
@@ -102,9 +118,13 @@ static void reply(uint32_t status, const void *payload, uint32_t len)
 		len = (uint32_t)strlen(payload) + 1;
 	}
 	h.len = len;
-	if (write_full(reply_pipe[1], &h, sizeof(h)) ||
-	    (len && write_full(reply_pipe[1], payload, len)))
+	/* a reply an earlier CLI left unread goes: this one is read first */
+	drain(reply_pipe[0]);
+	if (io_full(reply_pipe[1], &h, sizeof(h), true) ||
+	    (len && io_full(reply_pipe[1], (void *)payload, len, true))) {
 		ibckpt_dbg("restart: reply lost: %s", strerror(errno));
+		drain(reply_pipe[0]);	/* no half reply left behind */
+	}
 }
 
 /* Every gate open again, the freeze over: the GO of a reacquire. */
@@ -136,25 +156,24 @@ bool ibckpt_rctl_serve(void)
 	bool done = false;
 	int err;
 
-	err = read_full(cmd_pipe[0], &h, sizeof(h));
-	if (err)
+	err = io_full(cmd_pipe[0], &h, sizeof(h), false);
+	if (err) {
+		drain(cmd_pipe[0]);	/* a header cut short: its sender gave up */
 		return false;
+	}
 	if (h.magic != IBCKPT_RMSG_MAGIC || h.len > IBCKPT_RMSG_MAX_LEN) {
 		/* Not a command: nothing in the pipe can be trusted to be one. */
-		char junk[4096];
-
-		fcntl(cmd_pipe[0], F_SETFL, O_NONBLOCK);
-		while (read(cmd_pipe[0], junk, sizeof(junk)) > 0)
-			;
-		fcntl(cmd_pipe[0], F_SETFL, 0);
-		reply(EPROTO, NULL, 0);
+		drain(cmd_pipe[0]);
+		reply(&h, EPROTO, NULL, 0);
 		return false;
 	}
 	if (h.len) {
 		payload = malloc(h.len);
-		if (!payload || read_full(cmd_pipe[0], payload, h.len)) {
+		err = payload ? io_full(cmd_pipe[0], payload, h.len, false) : ENOMEM;
+		if (err) {
 			free(payload);
-			reply(ENOMEM, NULL, 0);
+			drain(cmd_pipe[0]);	/* the rest of it is no command */
+			reply(&h, err, NULL, 0);
 			return false;
 		}
 	}
@@ -162,7 +181,7 @@ bool ibckpt_rctl_serve(void)
 	if (h.type == IBCKPT_RMSG_RELEASE && !ibckpt_released &&
 	    ibckpt_gate_close(&ibckpt_open_gate, 2000)) {
 		free(payload);
-		reply(ETIMEDOUT, NULL, 0);
+		reply(&h, ETIMEDOUT, NULL, 0);
 		return false;
 	}
 	pthread_mutex_lock(&ibckpt_ctx_lock);
@@ -216,6 +235,6 @@ bool ibckpt_rctl_serve(void)
 	}
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 	free(payload);
-	reply((uint32_t)err, ids, nids * (uint32_t)sizeof(*ids));
+	reply(&h, (uint32_t)err, ids, nids * (uint32_t)sizeof(*ids));
 	return done;
 }

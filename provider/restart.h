@@ -69,6 +69,7 @@ int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n);
 int ibckpt_go(void);
 int ibckpt_unacquire(void);
+extern unsigned int ibckpt_rctl_deadline_ms;
 extern bool ibckpt_released;		/* between a release and its GO */
 const char *ibckpt_restart_msg(void);
 

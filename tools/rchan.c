@@ -78,8 +78,8 @@ static bool holds_both_ends(unsigned int pid, ino_t ino)
 
 /*
  * O_NONBLOCK: a pipe end with nobody at the other end (not a provider's)
- * is refused (ENXIO) rather than waited for; the write end is made
- * blocking again once open (writes have their own deadline).
+ * is refused (ENXIO) rather than waited for; reads and writes then have a
+ * deadline (rchan_call()).
  */
 static int open_pipe(unsigned int pid, int fd, int flags, char *why, size_t whylen)
 {
@@ -100,8 +100,6 @@ static int open_pipe(unsigned int pid, int fd, int flags, char *why, size_t whyl
 		close(f);
 		return -1;
 	}
-	if ((flags & O_ACCMODE) == O_WRONLY)
-		fcntl(f, F_SETFL, 0);
 	return f;
 }
 
@@ -151,20 +149,38 @@ static int ms_left(const struct timespec *end)
 	return ms > 0 ? (int)ms : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* Write @len bytes before @end (a provider that stopped reading must not hold us). */
+static int write_all(int fd, const void *buf, size_t len, const struct timespec *end)
 {
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	size_t put = 0;
 	ssize_t r;
 
 	while (put < len) {
 		r = write(fd, (const char *)buf + put, len - put);
+		if (r > 0) {
+			put += (size_t)r;
+			continue;
+		}
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r == 0 || errno != EAGAIN)
 			return -1;
-		put += (size_t)r;
+		if (poll(&p, 1, ms_left(end)) == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
 	}
 	return 0;
+}
+
+/* What an earlier CLI left unread in the reply pipe. */
+static void drain(int fd)
+{
+	char junk[4096];
+
+	while (read(fd, junk, sizeof(junk)) > 0)
+		;
 }
 
 /* Read exactly @len bytes before @end; 0, or -1 with errno (ETIMEDOUT, EPIPE). */
@@ -201,10 +217,21 @@ int rchan_call(struct rchan *c, uint32_t type, uint32_t flags, const void *paylo
 	       uint32_t len, int timeout_ms, void **out, uint32_t *outlen, char *why,
 	       size_t whylen)
 {
+	static uint32_t seq;
 	struct ibckpt_rmsg h = { .magic = IBCKPT_RMSG_MAGIC, .type = type, .status = flags,
 				 .len = len };
 	struct timespec end;
 	char *data = NULL;
+	uint32_t want;
+
+	/* numbered from a per-command start: another CLI's replies never match */
+	if (!seq) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		seq = (uint32_t)getpid() << 16 ^ (uint32_t)t.tv_nsec;
+	}
+	h.seq = ++seq ? seq : ++seq;
 
 	if (out) {
 		*out = NULL;
@@ -217,29 +244,39 @@ int rchan_call(struct rchan *c, uint32_t type, uint32_t flags, const void *paylo
 		end.tv_sec++;
 		end.tv_nsec -= 1000000000;
 	}
-	if (write_all(c->cmd, &h, sizeof(h)) || (len && write_all(c->cmd, payload, len))) {
+	drain(c->reply);
+	if (write_all(c->cmd, &h, sizeof(h), &end) ||
+	    (len && write_all(c->cmd, payload, len, &end))) {
 		snprintf(why, whylen, "process %u: sending to its restart channel: %s", c->pid,
-			 strerror(errno));
+			 errno == ETIMEDOUT ? "timed out" : strerror(errno));
 		return -1;
 	}
-	if (read_all(c->reply, &h, sizeof(h), &end))
-		goto broken;
-	if (h.magic != IBCKPT_RMSG_MAGIC || h.type != IBCKPT_RMSG_REPLY ||
-	    h.len > IBCKPT_RMSG_MAX_LEN) {
-		snprintf(why, whylen, "process %u: not a reply on its restart channel", c->pid);
-		return -1;
-	}
-	if (h.len) {
-		data = malloc(h.len + 1);
-		if (!data) {
-			snprintf(why, whylen, "out of memory");
+	want = h.seq;
+	for (;;) {	/* replies to commands before ours are read and dropped */
+		if (read_all(c->reply, &h, sizeof(h), &end))
+			goto broken;
+		if (h.magic != IBCKPT_RMSG_MAGIC || h.type != IBCKPT_RMSG_REPLY ||
+		    h.len > IBCKPT_RMSG_MAX_LEN) {
+			snprintf(why, whylen, "process %u: not a reply on its restart channel",
+				 c->pid);
 			return -1;
 		}
-		if (read_all(c->reply, data, h.len, &end)) {
-			free(data);
-			goto broken;
+		if (h.len) {
+			data = malloc(h.len + 1);
+			if (!data) {
+				snprintf(why, whylen, "out of memory");
+				return -1;
+			}
+			if (read_all(c->reply, data, h.len, &end)) {
+				free(data);
+				goto broken;
+			}
+			data[h.len] = 0;
 		}
-		data[h.len] = 0;
+		if (h.seq == want && h.cmd == type)
+			break;
+		free(data);
+		data = NULL;
 	}
 	if (h.status) {
 		snprintf(why, whylen, "process %u: %s", c->pid, data ? data : strerror((int)h.status));

@@ -1658,6 +1658,46 @@ static void release_waits_for_unsent_requests(void)
 	app_fini();
 }
 
+/*
+ * Review M2: a CLI that dies part way through a command must not hold the
+ * control thread (which also answers the module): the rest of a payload
+ * that does not come within the deadline is dropped and answered, with the
+ * command's number, and the channel serves the next command.
+ */
+static void restart_channel_survives_a_dead_cli(void)
+{
+	struct ibckpt_rmsg h = { .magic = IBCKPT_RMSG_MAGIC, .type = IBCKPT_RMSG_REMAP,
+				 .len = 100, .seq = 41 };
+	struct ibckpt_rmsg r;
+	char part[10] = { 0 }, msg[256];
+	int cmd, rep, wfd, rfd;
+
+	CHECK_EQ(ibckpt_rctl_open(), 0);
+	CHECK_EQ(ibckpt_rctl_fds(&cmd, &rep), 0);
+	wfd = dup(cmd);		/* the CLI's ends, as it opens them */
+	rfd = dup(rep);
+	ibckpt_rctl_deadline_ms = 300;
+	CHECK_EQ(write(wfd, &h, sizeof(h)), (ssize_t)sizeof(h));
+	CHECK_EQ(write(wfd, part, sizeof(part)), (ssize_t)sizeof(part));	/* then it died */
+	CHECK(!ibckpt_rctl_serve());		/* returns: before, it waited for ever */
+	CHECK_EQ(read(rfd, &r, sizeof(r)), (ssize_t)sizeof(r));
+	CHECK_EQ(r.status, ETIMEDOUT);
+	CHECK_EQ(r.seq, 41);
+	CHECK_EQ(r.cmd, IBCKPT_RMSG_REMAP);
+	CHECK(r.len > 0 && r.len < sizeof(msg));
+	CHECK_EQ(read(rfd, msg, r.len), (ssize_t)r.len);
+	/* the next CLI's command is read whole: nothing of the dead one's is left */
+	h = (struct ibckpt_rmsg){ .magic = IBCKPT_RMSG_MAGIC, .type = IBCKPT_RMSG_GO, .seq = 42 };
+	CHECK_EQ(write(wfd, &h, sizeof(h)), (ssize_t)sizeof(h));
+	CHECK(!ibckpt_rctl_serve());		/* nothing released: GO has nothing to do */
+	CHECK_EQ(read(rfd, &r, sizeof(r)), (ssize_t)sizeof(r));
+	CHECK_EQ(r.status, 0);
+	CHECK_EQ(r.seq, 42);
+	close(wfd);
+	close(rfd);
+	ibckpt_rctl_deadline_ms = 5000;
+}
+
 int main(void)
 {
 	vendor_init();
@@ -1679,5 +1719,6 @@ int main(void)
 	RUN(release_check_after_the_drain);
 	RUN(reacquire_map_names_terminated);
 	RUN(release_waits_for_unsent_requests);
+	RUN(restart_channel_survives_a_dead_cli);
 	return unit_done();
 }

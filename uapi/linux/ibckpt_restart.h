@@ -64,12 +64,22 @@ enum ibckpt_rmsg_type {
  * @type: enum ibckpt_rmsg_type
  * @status: a command's flags, or a reply's errno
  * @len: payload bytes that follow, at most IBCKPT_RMSG_MAX_LEN
+ * @seq: a command's number, chosen by the sender; a reply carries the
+ *	number of the command it answers, so that a reply left in the pipe by
+ *	a sender that gave up waiting is never taken for another's
+ * @cmd: a reply: the type of the command it answers; a command: 0
+ *
+ * A message is written whole or not at all as far as the reader can tell:
+ * a reader that finds no IBCKPT_RMSG_MAGIC, or a payload that does not
+ * follow within the reader's deadline, drops what the pipe holds.
  */
 struct ibckpt_rmsg {
 	__u32 magic;
 	__u32 type;
 	__u32 status;
 	__u32 len;
+	__u32 seq;
+	__u32 cmd;
 };
 
 /**
