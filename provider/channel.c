@@ -175,6 +175,9 @@ static bool forward_async(struct fwd_chan *fc)
 		srq = ev.element.srq->srq_context;
 		r.element = (uintptr_t)&srq->ibv_srq;
 		sent = &srq->async_sent;
+		/* the limit fires once: a re-created SRQ must not be armed again */
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+			srq->srq_limit = 0;
 		break;
 	case IBCKPT_ASYNC_WQ:		/* no WQ is stacked (create_wq is refused) */
 		ibv_ack_async_event(&ev);

@@ -770,6 +770,13 @@ static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
 		if (ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, *rkey, &r))
 			*rkey = r;
 	}
+	/* the key to invalidate: the peer's (SEND_WITH_INV) or one of ours (LOCAL_INV) */
+	if (src->opcode == IBV_WR_SEND_WITH_INV &&
+	    ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, src->invalidate_rkey, &r))
+		c.invalidate_rkey = r;
+	else if (src->opcode == IBV_WR_LOCAL_INV &&
+		 (r = ibckpt_key_real(qp->ctx, &qp->ctx->rkeys, src->invalidate_rkey, 0)) != 0)
+		c.invalidate_rkey = r;
 	return ibv_post_send(qp->real, &c, &rbad);
 }
 
@@ -832,6 +839,26 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 	return EBUSY;
 }
 
+/*
+ * The release keeps the PSNs the QP is at (ibckpt_qp_release()); one whose
+ * device cannot say would come back at the PSNs it was first given, which
+ * its peer passed long ago (review L5). Return: 0 or EBUSY (said).
+ */
+static int qp_psns_readable(struct ibckpt_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD || !(qp->hist.mask & IBV_QP_STATE) ||
+	    qp->hist.attr.qp_state < IBV_QPS_RTR || qp->hist.attr.qp_state == IBV_QPS_ERR)
+		return 0;
+	if (!ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &init))
+		return 0;
+	ibckpt_restart_err("QP %u: the device cannot say its PSNs (%s): it cannot be released",
+			   qp->vqp.qp.qp_num, strerror(errno));
+	return EBUSY;
+}
+
 /**
  * ibckpt_qp_release_check() - can the QP be released without losing a request?
  * @qp: the QP, quiesced
@@ -853,6 +880,14 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 				   qp->opened ? " (opened)" : "");
 		return EOPNOTSUPP;
 	}
+	if ((qp->hist.mask & IBV_QP_PORT) && qp->hist.attr.port_num > 1) {
+		ibckpt_restart_err("QP %u on port %u: only port 1 is reacquired yet",
+				   qp->vqp.qp.qp_num, qp->hist.attr.port_num);
+		return EOPNOTSUPP;
+	}
+	if ((qp->hist.mask & IBV_QP_AV) &&
+	    ibckpt_addr_publishable(&qp->hist.attr.ah_attr, "a QP"))
+		return EOPNOTSUPP;
 	ibckpt_spin_lock(&qp->sq_lock);
 	live = ibckpt_wrlog_live(&qp->sq);
 	sig = ibckpt_wrlog_signaled(&qp->sq);
@@ -869,7 +904,7 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 	}
 	if (live && t != IBV_QPT_UD)
 		return qp_sends_transmitted(qp, live);
-	return 0;
+	return qp_psns_readable(qp);
 }
 
 /*

@@ -171,19 +171,22 @@ uint64_t ibckpt_remap_dev_of(const struct ibv_ah_attr *ah)
  * @a: the context's tables (addr.h)
  *
  * Every GID and LID of the job, the context's own included: the
- * application keeps naming the ones it knew.
+ * application keeps naming the ones it knew. Return: 0 or ENOMEM (an
+ * address left out would reach the virtual one).
  */
-void ibckpt_remap_addrs(struct ibckpt_addrs *a)
+int ibckpt_remap_addrs(struct ibckpt_addrs *a)
 {
 	uint32_t i;
+	int err = 0;
 
-	for (i = 0; i < naddrs; i++) {
+	for (i = 0; i < naddrs && !err; i++) {
 		const struct ibckpt_ident *e = &addrs[i];
 
 		if (e->kind == IBCKPT_ID_GID)
-			ibckpt_addrs_map_gid(a, (const union ibv_gid *)e->vgid,
-					     (const union ibv_gid *)e->gid);
+			err = ibckpt_addrs_map_gid(a, (const union ibv_gid *)e->vgid,
+						   (const union ibv_gid *)e->gid);
 		else
-			ibckpt_addrs_map_lid(a, (uint16_t)e->vid, (uint16_t)e->real);
+			err = ibckpt_addrs_map_lid(a, (uint16_t)e->vid, (uint16_t)e->real);
 	}
+	return err;
 }

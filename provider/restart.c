@@ -81,6 +81,30 @@ static struct ibckpt_obj *obj_next(struct ibckpt_context *ctx, struct ibckpt_obj
 	for (o = obj_next(ctx, &(ctx)->objs, back); o; o = obj_next(ctx, o, back))
 
 /* What cannot be released yet; checked before anything is torn down. */
+/**
+ * ibckpt_addr_publishable() - can a reacquire give this address its peer again?
+ * @ah: an address vector of an AH or a connected QP
+ * @what: what it is, for the refusal
+ *
+ * A reacquire publishes port 1's LID and its first IBCKPT_MAX_GIDS GIDs:
+ * an address using another port or source GID would fail at REMAP, after
+ * the release (review M13). Return: 0 or EOPNOTSUPP (said).
+ */
+int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what)
+{
+	if (ah->port_num > 1) {
+		ibckpt_restart_err("%s on port %u: only port 1 is reacquired yet", what,
+				   ah->port_num);
+		return EOPNOTSUPP;
+	}
+	if (ah->is_global && ah->grh.sgid_index >= IBCKPT_MAX_GIDS) {
+		ibckpt_restart_err("%s with source GID index %u: only the first %u are "
+				   "reacquired", what, ah->grh.sgid_index, IBCKPT_MAX_GIDS);
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
 static int release_check(struct ibckpt_context *ctx, uint32_t flags)
 {
 	struct ibckpt_obj *o;
@@ -103,6 +127,12 @@ static int release_check(struct ibckpt_context *ctx, uint32_t flags)
 			break;
 		case IBCKPT_SNAP_QP:
 			err = ibckpt_qp_release_check(OBJ(o, struct ibckpt_qp), flags);
+			if (err)
+				return err;
+			break;
+		case IBCKPT_SNAP_AH:
+			err = ibckpt_addr_publishable(&OBJ(o, struct ibckpt_ah)->attr,
+						      "an address handle");
 			if (err)
 				return err;
 			break;
@@ -434,7 +464,12 @@ int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n)
 		return err;
 	}
 	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next) {
-		ibckpt_remap_addrs(&ctx->addrs);
+		err = ibckpt_remap_addrs(&ctx->addrs);
+		if (err) {
+			ibckpt_restart_err("%s: address translation: %s", ctx->ident->devname,
+					   strerror(err));
+			break;
+		}
 		ctx->remapped = true;
 		for_each_obj(ctx, o, false) {
 			if (o->type == IBCKPT_SNAP_AH)

@@ -58,7 +58,7 @@ bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id);
 #define IBCKPT_ID_TRIES	8
 /* The device a destination (an address vector) belongs to; 0: not in the job. */
 uint64_t ibckpt_remap_dev_of(const struct ibv_ah_attr *ah);
-void ibckpt_remap_addrs(struct ibckpt_addrs *a);
+int ibckpt_remap_addrs(struct ibckpt_addrs *a);
 void ibckpt_remap_clear(void);
 
 /* The phases (restart.c), on the control thread; 0 or an errno. */
@@ -96,6 +96,7 @@ struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
 void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
+int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what);
 void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);
 int ibckpt_qp_recreate(struct ibckpt_qp *qp);

@@ -297,19 +297,30 @@ int ibckpt_srq_recreate(struct ibckpt_srq *srq)
 	struct ibv_srq_init_attr_ex a = srq->init;
 	struct ibv_srq_attr lim = { .srq_limit = srq->srq_limit };
 
+	struct ibckpt_recv_target t = { .ctx = srq->ctx, .srq = true };
+	int err;
+
 	a.srq_context = srq;
 	a.pd = to_ipd(srq->init.pd)->real;
+	a.attr.srq_limit = 0;		/* armed below, if it still is */
 	srq->real = ibv_create_srq_ex(srq->ctx->real, &a);
 	if (!srq->real) {
 		ibckpt_restart_err("SRQ of %u entries: %s", a.attr.max_wr, strerror(errno));
 		return errno;
 	}
 	srq->ibv_srq.handle = srq->real->handle;
+	t.real = srq->real;
+	err = ibckpt_repost_recvs(&srq->rq, &t);
+	if (err)
+		return err;
+	/*
+	 * Armed once its receives are back: a limit armed above the count
+	 * fires at once on some devices. One that fired is not armed again
+	 * (channel.c clears it when its event is forwarded).
+	 */
 	if (srq->srq_limit && ibv_modify_srq(srq->real, &lim, IBV_SRQ_LIMIT)) {
 		ibckpt_restart_err("SRQ: re-arming its limit: %s", strerror(errno));
 		return errno;
 	}
-	struct ibckpt_recv_target t = { .ctx = srq->ctx, .real = srq->real, .srq = true };
-
-	return ibckpt_repost_recvs(&srq->rq, &t);
+	return 0;
 }

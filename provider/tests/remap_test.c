@@ -91,7 +91,7 @@ static void addresses_translated(void)
 
 	ibckpt_addrs_init(&a);
 	CHECK_EQ(ibckpt_remap_set(v, 2), 0);
-	ibckpt_remap_addrs(&a);
+	CHECK_EQ(ibckpt_remap_addrs(&a), 0);
 	ah.grh.dgid.raw[15] = 1;
 	ibckpt_ah_attr_to_real(&a, &ah);
 	CHECK_EQ(ah.grh.dgid.raw[15], 2);

@@ -47,6 +47,9 @@ static struct {
 	struct ibv_ah_attr ah_attr;	/* last create_ah's */
 	struct ibv_qp_attr qp_attr_set;	/* last modify_qp's */
 	int cq_cap;			/* the most CQ entries the vendor grants, 0: any */
+	int query_fail;			/* errno for query_qp, 0: answer */
+	uint32_t srq_armed;		/* the last limit armed on a vendor SRQ */
+	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
 	int nids, next_id;
 } v;
@@ -476,6 +479,10 @@ int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_q
 {
 	(void)q;
 	(void)mask;
+	if (v.query_fail) {
+		errno = v.query_fail;
+		return v.query_fail;
+	}
 	*a = v.qp_attr_set;
 	memset(i, 0, sizeof(*i));
 	return 0;
@@ -531,6 +538,16 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	pthread_mutex_unlock(&cq->mutex);
 	free(cq);
 	v.destroyed++;
+	return 0;
+}
+
+int ibv_modify_srq(struct ibv_srq *s, struct ibv_srq_attr *a, int mask)
+{
+	CHECK(s->context == &vendor.context);
+	if (mask & IBV_SRQ_LIMIT) {
+		v.srq_armed = a->srq_limit;
+		v.srq_arms++;
+	}
 	return 0;
 }
 
@@ -1698,6 +1715,139 @@ static void restart_channel_survives_a_dead_cli(void)
 	ibckpt_rctl_deadline_ms = 5000;
 }
 
+/*
+ * An SRQ's limit fires once (IBV_EVENT_SRQ_LIMIT_REACHED disarms it): a
+ * re-created SRQ is armed again only if its limit had not fired (review
+ * L6: it was re-armed in any case, and raised a second event the
+ * application never asked for).
+ */
+static void srq_limit_fires_once_across_a_restart(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq_attr lim = { .srq_limit = 4 };
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+
+	app_init();
+	srq = ibckpt_create_srq(&pd.ibv_pd, &sa);
+	CHECK(srq != NULL);
+	CHECK_EQ(ibckpt_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
+	ibckpt_srq_release(to_isrq(srq));
+	v.srq_arms = 0;
+	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);	/* not fired: armed again */
+	CHECK_EQ(v.srq_arms, 1);
+	CHECK_EQ(v.srq_armed, 4);
+	vendor_raises(IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)to_isrq(srq)->real);
+	CHECK(async_holds(1));
+	CHECK_EQ(ibv_get_async_event(&ctx->vctx.context, &ev), 0);
+	CHECK(ev.element.srq == srq);
+	ibv_ack_async_event(&ev);
+	ibckpt_srq_release(to_isrq(srq));
+	v.srq_arms = 0;
+	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);	/* fired: not armed */
+	CHECK_EQ(v.srq_arms, 0);
+	CHECK_EQ(ibckpt_destroy_srq(srq), 0);
+	app_fini();
+}
+
+/*
+ * After a restart the keys a request invalidates are translated too: a
+ * SEND_WITH_INV names the peer's (its device's table), a LOCAL_INV one of
+ * the context's own (review L7: both went to the vendor as the
+ * application's, invalidating another key or failing).
+ */
+static void invalidated_keys_are_translated(void)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
+	};
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 0 };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV, .invalidate_rkey = 0x500 }, *bad;
+	static int owner;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t gen;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
+	ctx->remapped = true;
+	to_iqp(q)->rel.peer_vdev = 0xd;
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x777);
+	/* one of ours: virtual 0x600 is real 0x601 now */
+	CHECK_EQ(ibckpt_key_add(ctx, &ctx->rkeys, 0x600, &owner, &gen), 0);
+	CHECK_EQ(ibckpt_vidmap_set_real(&ctx->rkeys, 0x600, 0x601), 0);
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.num_sge = 0;
+	wr.invalidate_rkey = 0x600;
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x601);
+	ibckpt_key_del(ctx, &ctx->rkeys, 0x600, gen);
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A reacquire publishes port 1's LID and its first 16 GIDs only: a QP on
+ * another port or with a source GID past them is refused at the release
+ * (review M13: it was released and then failed at REMAP, for good).
+ */
+static void release_refuses_unpublished_addresses(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 2 };
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), 0);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT), 0);
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "port 2") != NULL);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .ah_attr = { .is_global = 1,
+		.port_num = 1, .grh = { .sgid_index = 17 } } };
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV), 0);
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "source GID index 17") != NULL);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* A connected QP whose PSNs the device cannot say is not released (review L5). */
+static void release_needs_the_psns(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	v.query_fail = EIO;
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), 0);	/* RESET */
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE), 0);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), EBUSY);
+	CHECK(strstr(ibckpt_restart_msg(), "cannot say its PSNs") != NULL);
+	v.query_fail = 0;
+	CHECK_EQ(ibckpt_qp_release_check(to_iqp(q), IBCKPT_RREL_PEERS_CHECKED), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -1720,5 +1870,9 @@ int main(void)
 	RUN(reacquire_map_names_terminated);
 	RUN(release_waits_for_unsent_requests);
 	RUN(restart_channel_survives_a_dead_cli);
+	RUN(srq_limit_fires_once_across_a_restart);
+	RUN(invalidated_keys_are_translated);
+	RUN(release_refuses_unpublished_addresses);
+	RUN(release_needs_the_psns);
 	return unit_done();
 }
