@@ -234,6 +234,11 @@ struct ibckpt_qpx {
  * own: no logs, and no entry in ctx->qpns (their completions are their XRC
  * SRQs', found by tag).
  */
+struct ibckpt_mcast {
+	union ibv_gid gid;
+	uint16_t lid;
+};
+
 struct ibckpt_qp {
 	struct verbs_qp vqp;
 	struct ibv_qp *real;
@@ -256,6 +261,9 @@ struct ibckpt_qp {
 	 */
 	uint32_t psn_base;
 	bool psn_based;
+	/* multicast groups it is attached to (restart: attached again); ctx->lock */
+	struct ibckpt_mcast *mcast;
+	uint32_t nmcast;
 	uint32_t qpn_gen;
 	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
 	atomic_uint async_seen;			/* async events read (async_event op) */

@@ -292,6 +292,7 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_wrlog_destroy(&qp->sq);
 	ibckpt_wrlog_destroy(&qp->rq);
 	ibckpt_qpx_free(qp->qpx);
+	free(qp->mcast);
 	free(qp);
 	return 0;
 }
@@ -385,14 +386,55 @@ int ibckpt_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	return ret;
 }
 
+/* Under ctx->lock: @qp's entry for the group, or -1. */
+static int mcast_find(const struct ibckpt_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	uint32_t i;
+
+	for (i = 0; i < qp->nmcast; i++)
+		if (qp->mcast[i].lid == lid && !memcmp(&qp->mcast[i].gid, gid, sizeof(*gid)))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The groups are remembered: a re-created QP is attached to them again
+ * (review M8: it quietly stopped receiving multicast after a restart).
+ */
 int ibckpt_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	return ibv_attach_mcast(to_iqp(ibqp)->real, gid, lid);
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	struct ibckpt_mcast *m;
+	int ret;
+
+	pthread_mutex_lock(&qp->ctx->lock);
+	ret = ibv_attach_mcast(qp->real, gid, lid);
+	if (!ret && mcast_find(qp, gid, lid) < 0) {
+		m = realloc(qp->mcast, (qp->nmcast + 1) * sizeof(*m));
+		if (!m) {
+			ibv_detach_mcast(qp->real, gid, lid);
+			ret = ENOMEM;
+		} else {
+			qp->mcast = m;
+			qp->mcast[qp->nmcast++] = (struct ibckpt_mcast){ .gid = *gid, .lid = lid };
+		}
+	}
+	pthread_mutex_unlock(&qp->ctx->lock);
+	return ret;
 }
 
 int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	return ibv_detach_mcast(to_iqp(ibqp)->real, gid, lid);
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	int ret, i;
+
+	pthread_mutex_lock(&qp->ctx->lock);
+	ret = ibv_detach_mcast(qp->real, gid, lid);
+	i = ret ? -1 : mcast_find(qp, gid, lid);
+	if (i >= 0)
+		qp->mcast[i] = qp->mcast[--qp->nmcast];
+	pthread_mutex_unlock(&qp->ctx->lock);
+	return ret;
 }
 
 /*
@@ -984,6 +1026,7 @@ int ibckpt_qp_recreate(struct ibckpt_qp *qp)
 	struct ibckpt_context *ctx = qp->ctx;
 	struct ibv_qp_init_attr_ex a = qp->init;
 	struct ibv_qp *q = &qp->vqp.qp;
+	uint32_t i;
 	int err;
 
 	a.qp_context = qp;
@@ -1018,6 +1061,13 @@ int ibckpt_qp_recreate(struct ibckpt_qp *qp)
 				       qp->real->qp_num, NULL, NULL);
 	if (err)
 		return err;
+	for (i = 0; i < qp->nmcast; i++) {	/* the groups it was in */
+		if (ibv_attach_mcast(qp->real, &qp->mcast[i].gid, qp->mcast[i].lid)) {
+			ibckpt_restart_err("QP %u: attaching to a multicast group again: %s",
+					   q->qp_num, strerror(errno));
+			return errno ? errno : EIO;
+		}
+	}
 	if (qp->rel.state == IBV_QPS_RESET)
 		return 0;
 	err = qp_to_init(qp);

@@ -48,6 +48,8 @@ static struct {
 	struct ibv_qp_attr qp_attr_set;	/* last modify_qp's */
 	int cq_cap;			/* the most CQ entries the vendor grants, 0: any */
 	int query_fail;			/* errno for query_qp, 0: answer */
+	union ibv_gid mgid[4];		/* the groups the vendor's QPs are attached to */
+	int nmgid;
 	uint32_t srq_armed;		/* the last limit armed on a vendor SRQ */
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
@@ -538,6 +540,27 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	pthread_mutex_unlock(&cq->mutex);
 	free(cq);
 	v.destroyed++;
+	return 0;
+}
+
+int ibv_attach_mcast(struct ibv_qp *q, const union ibv_gid *gid, uint16_t lid)
+{
+	CHECK(q->context == &vendor.context);
+	CHECK_EQ(lid, 0xc001);
+	if (v.nmgid < 4)
+		v.mgid[v.nmgid++] = *gid;
+	return 0;
+}
+
+int ibv_detach_mcast(struct ibv_qp *q, const union ibv_gid *gid, uint16_t lid)
+{
+	int i;
+
+	CHECK(q->context == &vendor.context);
+	(void)lid;
+	for (i = 0; i < v.nmgid; i++)
+		if (!memcmp(&v.mgid[i], gid, sizeof(*gid)))
+			v.mgid[i] = v.mgid[--v.nmgid];
 	return 0;
 }
 
@@ -1848,6 +1871,34 @@ static void release_needs_the_psns(void)
 	app_fini();
 }
 
+/* A re-created QP is attached to its multicast groups again (review M8). */
+static void multicast_groups_come_back(void)
+{
+	union ibv_gid g1 = { .raw = { 0xff, 0x0e, [15] = 1 } }, g2 = { .raw = { 0xff, 0x0e, [15] = 2 } };
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	ctx->ident = calloc(1, sizeof(*ctx->ident));	/* as a release leaves it */
+	CHECK(ctx->ident != NULL);
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_UD, 0);
+	CHECK_EQ(ibckpt_attach_mcast(q, &g1, 0xc001), 0);
+	CHECK_EQ(ibckpt_attach_mcast(q, &g2, 0xc001), 0);
+	CHECK_EQ(ibckpt_detach_mcast(q, &g1, 0xc001), 0);
+	CHECK_EQ(v.nmgid, 1);
+	ibckpt_qp_release(to_iqp(q));
+	v.nmgid = 0;			/* the vendor's QP and its attachments are gone */
+	to_iqp(q)->rel.state = IBV_QPS_RESET;
+	CHECK_EQ(ibckpt_qp_recreate(to_iqp(q)), 0);
+	CHECK_EQ(v.nmgid, 1);		/* g2 again, g1 not */
+	CHECK(!memcmp(&v.mgid[0], &g2, sizeof(g2)));
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	ibckpt_remap_clear();
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -1874,5 +1925,6 @@ int main(void)
 	RUN(invalidated_keys_are_translated);
 	RUN(release_refuses_unpublished_addresses);
 	RUN(release_needs_the_psns);
+	RUN(multicast_groups_come_back);
 	return unit_done();
 }
