@@ -362,11 +362,22 @@ int ibckpt_cq_recreate(struct ibckpt_cq *cq)
 void ibckpt_wc_to_virtual(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
 {
 	const struct ibckpt_vid *v;
+	const struct ibckpt_qp *qp;
+	uint32_t src;
 	int i;
 
 	for (i = 0; i < n; i++) {
 		v = ibckpt_vidmap_find(&ctx->qpn_virt, wc[i].qp_num, 0);
 		if (v)
 			wc[i].qp_num = v->real;
+		else
+			v = ibckpt_vidmap_find(&ctx->qpns, wc[i].qp_num, 0);	/* new since */
+		qp = v ? v->obj : NULL;
+		/* a UD receive names its sender: the QPN and LID its application knows */
+		if (!qp || qp->vqp.qp.qp_type != IBV_QPT_UD || !(wc[i].opcode & IBV_WC_RECV))
+			continue;
+		if (ibckpt_remap_src_qp(wc[i].src_qp, &src))
+			wc[i].src_qp = src;
+		wc[i].slid = ibckpt_lid_to_virtual(&ctx->addrs, wc[i].slid);
 	}
 }

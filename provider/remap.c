@@ -25,6 +25,18 @@ struct remap_ent {
 
 static struct remap_ent *tab;
 static uint32_t tab_size;		/* power of two */
+/*
+ * QPNs the other way, real -> virtual, for a UD completion's source QP:
+ * the completion does not say which device sent it, so a real QPN two
+ * devices of the job hand out is ambiguous (not translated).
+ */
+struct rqpn_ent {
+	uint32_t real, vid;
+	bool used, ambiguous;
+};
+
+static struct rqpn_ent *rtab;
+static uint32_t rtab_size;		/* power of two */
 static struct ibckpt_ident *addrs;	/* GID and LID entries */
 static uint32_t naddrs;
 
@@ -41,9 +53,51 @@ void ibckpt_remap_clear(void)
 {
 	free(tab);
 	free(addrs);
+	free(rtab);
 	tab = NULL;
 	addrs = NULL;
-	tab_size = naddrs = 0;
+	rtab = NULL;
+	tab_size = naddrs = rtab_size = 0;
+}
+
+static uint32_t rqpn_hash(uint32_t real)
+{
+	return remap_hash(IBCKPT_ID_QPN, 0, real);
+}
+
+static void rqpn_add(uint32_t real, uint32_t vid)
+{
+	uint32_t h;
+
+	for (h = rqpn_hash(real) & (rtab_size - 1); rtab[h].used; h = (h + 1) & (rtab_size - 1)) {
+		if (rtab[h].real == real) {
+			rtab[h].ambiguous |= rtab[h].vid != vid;
+			return;
+		}
+	}
+	rtab[h] = (struct rqpn_ent){ .real = real, .vid = vid, .used = true };
+}
+
+/**
+ * ibckpt_remap_src_qp() - the virtual QPN of a peer's QP by its real one
+ * @real: a UD completion's source QP
+ * @vid: set to the QPN the application knows it by
+ *
+ * Return: false if the job does not know @real, or knows it on two devices.
+ */
+bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid)
+{
+	uint32_t h;
+
+	if (!rtab_size)
+		return false;
+	for (h = rqpn_hash(real) & (rtab_size - 1); rtab[h].used; h = (h + 1) & (rtab_size - 1)) {
+		if (rtab[h].real == real) {
+			*vid = rtab[h].vid;
+			return !rtab[h].ambiguous;
+		}
+	}
+	return false;
 }
 
 /**
@@ -62,11 +116,12 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 		size *= 2;
 	tab = calloc(size, sizeof(*tab));
 	addrs = calloc(n ? n : 1, sizeof(*addrs));
-	if (!tab || !addrs) {
+	rtab = calloc(size, sizeof(*rtab));
+	if (!tab || !addrs || !rtab) {
 		ibckpt_remap_clear();
 		return ENOMEM;
 	}
-	tab_size = size;
+	tab_size = rtab_size = size;
 	for (i = 0; i < n; i++) {
 		const struct ibckpt_ident *e = &id[i];
 		uint32_t h;
@@ -91,6 +146,8 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 				break;
 		tab[h] = (struct remap_ent){ .vdev = e->vdev, .kind = e->kind, .vid = e->vid,
 					     .real = e->real, .used = true };
+		if (e->kind == IBCKPT_ID_QPN)
+			rqpn_add(e->real, e->vid);
 	}
 	return 0;
 }

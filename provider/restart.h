@@ -51,6 +51,7 @@ int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n);
 bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *real);
 bool ibckpt_remap_active(void);
+bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid);
 bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id);
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id);
 

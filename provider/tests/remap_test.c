@@ -63,6 +63,25 @@ static void taken_ids(void)
 	CHECK(!ibckpt_remap_active());
 }
 
+/* Real QPN -> virtual, for a UD completion's source: unique across devices only. */
+static void source_qp_back(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_QPN, 0xa, 17, 40, 0, 0),
+				    id(IBCKPT_ID_QPN, 0xa, 18, 41, 0, 0),
+				    id(IBCKPT_ID_QPN, 0xb, 19, 41, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 20, 42, 0, 0) };
+	uint32_t vid = 0;
+
+	CHECK(!ibckpt_remap_src_qp(40, &vid));	/* no table */
+	CHECK_EQ(ibckpt_remap_set(v, 4), 0);
+	CHECK(ibckpt_remap_src_qp(40, &vid));
+	CHECK_EQ(vid, 17);
+	CHECK(!ibckpt_remap_src_qp(41, &vid));	/* two devices hand it out */
+	CHECK(!ibckpt_remap_src_qp(42, &vid));	/* an rkey, not a QPN */
+	CHECK(!ibckpt_remap_src_qp(17, &vid));	/* a virtual one */
+	ibckpt_remap_clear();
+}
+
 static void device_of_address(void)
 {
 	struct ibckpt_ident v[] = { id(IBCKPT_ID_GID, 0xa, 0, 0, 1, 2),
@@ -129,6 +148,7 @@ int main(void)
 {
 	RUN(same_qpn_two_devices);
 	RUN(taken_ids);
+	RUN(source_qp_back);
 	RUN(device_of_address);
 	RUN(addresses_translated);
 	RUN(unknown_kind_refused);

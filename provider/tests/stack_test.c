@@ -1899,6 +1899,54 @@ static void multicast_groups_come_back(void)
 	app_fini();
 }
 
+/*
+ * After a restart a UD receive's source QP and LID are the ones the
+ * application knows (the sender's virtual QPN, found by its real one when
+ * only one device of the job hands it out; the LID through the address
+ * translation). Before, the sender's new QPN leaked to the application.
+ */
+static void ud_source_is_translated(void)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x44, .real = 0x99 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x45, .real = 0x97 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x46, .real = 0x97 },
+	};
+	struct ibv_wc wc[3];
+	struct ibv_cq *cq;
+	struct ibv_qp *ud, *rc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	ud = send_qp(cq, IBV_QPT_UD, 0);
+	v.ids[0] = 0x67;
+	v.nids = 1;
+	v.next_id = 0;
+	rc = send_qp(cq, IBV_QPT_RC, 0);
+	v.nids = 0;
+	CHECK_EQ(ibckpt_remap_set(job, 3), 0);
+	CHECK_EQ(ibckpt_addrs_map_lid(&ctx->addrs, 5, 9), 0);
+	ctx->remapped = true;
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .src_qp = 0x99, .slid = 9 };
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .src_qp = 0x97, .slid = 9 };	/* two devices' */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_RECV, .qp_num = 0x67,
+					   .src_qp = 0x99, .slid = 9 };	/* not UD */
+	CHECK_EQ(ibckpt_poll_cq(cq, 3, wc), 3);
+	CHECK_EQ(wc[0].src_qp, 0x44);
+	CHECK_EQ(wc[0].slid, 5);
+	CHECK_EQ(wc[1].src_qp, 0x97);
+	CHECK_EQ(wc[2].src_qp, 0x99);
+	CHECK_EQ(wc[2].slid, 9);
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_destroy_qp(ud), 0);
+	CHECK_EQ(ibckpt_destroy_qp(rc), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -1926,5 +1974,6 @@ int main(void)
 	RUN(release_refuses_unpublished_addresses);
 	RUN(release_needs_the_psns);
 	RUN(multicast_groups_come_back);
+	RUN(ud_source_is_translated);
 	return unit_done();
 }
