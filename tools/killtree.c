@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * A restart whose reacquire failed after criu restored the job: the
- * restored tree is stopped, walked and killed, and waited for until its
- * pids are free again (Documentation/restart.rst).
+ * The process tree of a job: at a checkpoint its pids are written down
+ * (every one must be free for criu to restore it); after a restart whose
+ * reacquire failed, the restored tree is stopped, walked and killed, and
+ * waited for until its pids are free again (Documentation/restart.rst).
  */
 #include <errno.h>
 #include <signal.h>
@@ -87,7 +88,7 @@ static bool thread_states(pid_t pid, char *states, size_t len)
  * it, and its child must not appear behind the walk. The kernel lists
  * children per thread (the one that forked). Return: 0, or -1 (no memory).
  */
-static int pids_children(struct pids *s, pid_t pid)
+static int pids_children(struct pids *s, pid_t pid, bool stopped)
 {
 	char path[80], states[256];
 	unsigned int waited;
@@ -96,7 +97,7 @@ static int pids_children(struct pids *s, pid_t pid)
 	FILE *f;
 	int child, rc = 0;
 
-	for (waited = 0; waited < STOP_WAIT_MS; waited++) {
+	for (waited = 0; stopped && waited < STOP_WAIT_MS; waited++) {
 		if (!thread_states(pid, states, sizeof(states)))
 			return 0;
 		if (!states[strspn(states, "tTZX")])
@@ -150,7 +151,7 @@ int kill_restored(pid_t root, const struct rjob *j)
 	for (i = 0; !rc && i < s.n; i++) {
 		if (kill(s.v[i], SIGSTOP))
 			continue;	/* gone; any other failure is the SIGKILL's to tell */
-		rc = pids_children(&s, s.v[i]);
+		rc = pids_children(&s, s.v[i], true);
 	}
 	if (rc)
 		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
@@ -182,4 +183,63 @@ int kill_restored(pid_t root, const struct rjob *j)
 	}
 	free(s.v);
 	return rc ? -1 : (int)killed;
+}
+
+/**
+ * tree_save() - write the pids of @root's tree into DIR/PIDS_FILE
+ * @dir: the checkpoint directory
+ * @root: the process criu dumps with its descendants
+ *
+ * A restart checks them all before criu runs: criu restores the same pids,
+ * and a taken one (the job still running, a leftover zombie) makes it fail
+ * with less to say. Return: 0 or -1 (said).
+ */
+int tree_save(const char *dir, pid_t root)
+{
+	struct pids s = { 0 };
+	char *buf = NULL, *p;
+	unsigned int i;
+	int rc = pids_add(&s, root);
+
+	for (i = 0; !rc && i < s.n; i++)	/* s grows behind i */
+		rc = pids_children(&s, s.v[i], false);
+	buf = rc ? NULL : malloc((size_t)s.n * 12 + 1);
+	if (!buf) {
+		fprintf(stderr, "ibckpt: out of memory\n");
+		free(s.v);
+		return -1;
+	}
+	for (p = buf, i = 0; i < s.n; i++)
+		p += sprintf(p, "%d\n", s.v[i]);
+	rc = write_file(dir, PIDS_FILE, buf, (size_t)(p - buf));
+	free(buf);
+	free(s.v);
+	return rc;
+}
+
+/**
+ * tree_taken() - is a pid of the checkpointed tree in use?
+ * @dir: the checkpoint directory (without PIDS_FILE: nothing to check)
+ *
+ * Return: 0, or -1 after saying which pid is taken.
+ */
+int tree_taken(const char *dir)
+{
+	char path[4200];
+	int pid, rc = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" PIDS_FILE, dir);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!rc && fscanf(f, "%d", &pid) == 1) {
+		if (pid > 0 && pid_exists(pid)) {
+			fprintf(stderr, "ibckpt: process %d exists: the job still runs, or its pid "
+				"is taken (criu restores the same pids)\n", pid);
+			rc = -1;
+		}
+	}
+	fclose(f);
+	return rc;
 }

@@ -567,8 +567,8 @@ int cmd_checkpoint(int argc, char **argv)
 		return 1;
 	if (!leave) {
 		/* criu seizes the threads; none is inside a verb, each verb waits at a gate */
-		rc = job_load(dir, &j) || wait_unregistered(&j) || criu_dump(dir, root) ||
-		     write_file(dir, DONE_FILE, "", 0);
+		rc = job_load(dir, &j) || wait_unregistered(&j) || tree_save(dir, (pid_t)root) ||
+		     criu_dump(dir, root) || write_file(dir, DONE_FILE, "", 0);
 		rjob_free(&j);
 		if (!rc) {
 			if (json) {
@@ -692,6 +692,8 @@ int cmd_restart(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (tree_taken(dir))	/* the processes without a provider too */
+		goto out;
 	if (devices_present(dir, &j, map, nmap))
 		goto out;
 	snprintf(path, sizeof(path), "%s/" CRIU_DIR, dir);

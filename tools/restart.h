@@ -19,6 +19,7 @@
 #define CRIU_DIR	"criu"		/* its images, under the checkpoint directory */
 #define DONE_FILE	"ibckpt-complete"	/* written last: the checkpoint is whole */
 #define PID_FILE	"restore.pid"	/* criu's: the restored root */
+#define PIDS_FILE	"pids"		/* every pid of the tree dumped */
 
 /* The processes of a job, each with its restart channel. */
 struct rjob {
@@ -45,5 +46,7 @@ int criu_restore(const char *dir, pid_t *root);
 
 /* killtree.c */
 int kill_restored(pid_t root, const struct rjob *j);
+int tree_save(const char *dir, pid_t root);
+int tree_taken(const char *dir);
 
 #endif

@@ -66,6 +66,12 @@ expect incomplete 1 "an incomplete checkpoint" -- restart -D "$T/incomplete"
 job running "ibckpt-job 1\nproc $victim 3 4\n"
 touch "$T/running/ibckpt-complete"
 expect still_running 1 "process $victim exists: the job still runs" -- restart -D "$T/running"
+# a process of the tree without a provider (the session's shell) still there
+job treepid 'ibckpt-job 1\nproc 4194303 3 4\n'
+touch "$T/treepid/ibckpt-complete"
+echo "$victim" > "$T/treepid/pids"
+expect tree_pid_taken 1 "process $victim exists: the job still runs, or its pid is taken" -- \
+	restart -D "$T/treepid"
 job nosnap 'ibckpt-job 1\nproc 4194303 3 4\n'
 touch "$T/nosnap/ibckpt-complete"
 expect snapshot_missing 1 "proc-4194303.snap: No such file" -- restart -D "$T/nosnap"
