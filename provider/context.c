@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,15 +238,40 @@ static void ibckpt_free_context(struct ibv_context *context)
 	free(ctx);
 }
 
+/* Does the caller's struct ibv_device_attr_ex of @size bytes have @field? */
+#define ATTR_HAS(size, field)						\
+	(offsetof(struct ibv_device_attr_ex, field) +			\
+	 sizeof(((struct ibv_device_attr_ex *)0)->field) <= (size))
+
+/*
+ * The vendor's answer, less what ibckpt refuses to stack: an application
+ * that sees a capability tries it and fails, where one that does not
+ * falls back (RSS and WQs, tag-matching SRQs, device memory, completion
+ * timestamps). Device identity (GUIDs) is virtual = real until a restart.
+ */
 int ibckpt_query_device_ex(struct ibv_context *context,
 				  const struct ibv_query_device_ex_input *input,
 				  struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	struct ibv_context *real = to_ictx(context)->real;
 	struct verbs_context *rv = verbs_get_ctx(real);
+	int ret = rv->query_device_ex(real, input, attr, attr_size);
 
-	/* Device identity (GUIDs) is virtual = real until a restart. */
-	return rv->query_device_ex(real, input, attr, attr_size);
+	if (ret)
+		return ret;
+	if (ATTR_HAS(attr_size, completion_timestamp_mask))
+		attr->completion_timestamp_mask = 0;
+	if (ATTR_HAS(attr_size, hca_core_clock))
+		attr->hca_core_clock = 0;
+	if (ATTR_HAS(attr_size, rss_caps))
+		memset(&attr->rss_caps, 0, sizeof(attr->rss_caps));
+	if (ATTR_HAS(attr_size, max_wq_type_rq))
+		attr->max_wq_type_rq = 0;
+	if (ATTR_HAS(attr_size, tm_caps))
+		memset(&attr->tm_caps, 0, sizeof(attr->tm_caps));
+	if (ATTR_HAS(attr_size, max_dm_size))
+		attr->max_dm_size = 0;
+	return 0;
 }
 
 /* The port's own LID and its SM's, as the application knows them (addr.h). */
