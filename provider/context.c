@@ -139,6 +139,12 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 		return NULL;
 	}
 	close(cmd_fd);
+	/*
+	 * The kernel told the vendor's device what it supports (its get_context):
+	 * ours says the same, or libibverbs strips optional MR access flags
+	 * (IBV_ACCESS_RELAXED_ORDERING) before our reg_mr sees them.
+	 */
+	dev->vdev.core_support = dev->real->core_support;
 	sfd = fcntl(real->cmd_fd, F_DUPFD_CLOEXEC, 0);
 	afd = real->async_fd < 0 ? -1 : fcntl(real->async_fd, F_DUPFD_CLOEXEC, 0);
 	if (sfd < 0 || (real->async_fd >= 0 && afd < 0)) {

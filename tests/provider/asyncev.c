@@ -98,7 +98,9 @@ int main(int argc, char **argv)
 		DIE("open %s", argv[1]);
 	pd = ibv_alloc_pd(ctx);
 	cq = pd ? ibv_create_cq(ctx, 2 * (NRECV + NSEND), NULL, NULL, 0) : NULL;
-	mr = cq ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	/* relaxed ordering: an optional flag the provider must not lose (vm/67 dumps it) */
+	mr = cq ? ibv_reg_mr(pd, buf, sizeof(buf),
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING) : NULL;
 	srq = mr ? ibv_create_srq(pd, &sa) : NULL;
 	if (!srq)
 		DIE("set-up");

@@ -31,6 +31,13 @@ finish() {
 }
 
 start inplace
+# its MR keeps IBV_ACCESS_RELAXED_ORDERING (issue #14: libibverbs stripped
+# it, the provider's device reporting no optional-access support)
+ibckpt freeze --persist 30 --session "$SID" > /dev/null 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
+ibckpt dump --session "$SID" > "$T/dump" 2> "$T/de" || fail "dump: $(cat "$T/de")"
+ibckpt thaw --session "$SID" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+grep -q "access 0x100001 " "$T/dump" ||
+	fail "the MR lost IBV_ACCESS_RELAXED_ORDERING: $(grep ' access ' "$T/dump" | head -n 3)"
 ibckpt checkpoint -D "$T/ck-inplace" --leave-running --session "$SID" > "$T/c" 2>&1 ||
 	fail "checkpoint in place: $(cat "$T/c")"
 finish inplace
