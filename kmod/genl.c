@@ -2,8 +2,10 @@
 /*
  * The generic netlink family "ibckpt": the administrative channel of the
  * ibckpt CLI. A doit holds genl's cb_lock for reading, and a slow one would
- * stall every generic netlink user: handlers do not wait, except THAW, which
- * waits (10 s at most) for the released threads to leave their parks.
+ * stall every generic netlink user once a family (un)registration queues
+ * behind it: handlers do not wait. FREEZE returns once the freeze started,
+ * THAW once the threads are released; the CLI learns the rest from
+ * SESSION_GET.
  */
 #include <linux/err.h>
 #include <linux/hashtable.h>
@@ -225,20 +227,46 @@ static int ibckpt_nl_freeze(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
+/*
+ * Released, not yet running again: the reply names the session, which
+ * SESSION_GET lists (THAWING) until every thread has left its park.
+ */
 static int ibckpt_nl_thaw(struct sk_buff *skb, struct genl_info *info)
 {
 	const char *why = NULL;
 	struct ibckpt_sel sel;
+	struct sk_buff *msg;
+	void *hdr;
+	u64 id;
 	int ret;
 
 	ret = ibckpt_nl_check_perm(skb, info);
 	if (ret)
 		return ret;
 	ibckpt_nl_sel(info->attrs, &sel);
-	ret = ibckpt_session_thaw(&sel, &why);
-	if (ret)
+	/* the reply first: once thawed, the request must not fail */
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &ibckpt_genl_family, 0, IBCKPT_CMD_THAW);
+	if (!hdr) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	ret = ibckpt_session_thaw(&sel, &id, &why);
+	if (ret) {
+		nlmsg_free(msg);
 		ibckpt_nl_why(info, why);
-	return ret;
+		return ret;
+	}
+	if (nla_put_u64_64bit(msg, IBCKPT_A_SESSION_ID, id, IBCKPT_A_PAD)) {
+		nlmsg_free(msg);	/* cannot happen: NLMSG_DEFAULT_SIZE */
+		return 0;
+	}
+	genlmsg_end(msg, hdr);
+	/* a reply the socket had no room for: the thaw still happened */
+	genlmsg_reply(msg, info);
+	return 0;
 }
 
 /*

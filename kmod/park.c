@@ -13,6 +13,7 @@
  * decision to stop freezing: the callback checks the session first, and the
  * module waits for every queued work to have run before it goes away.
  */
+#include <linux/compat.h>
 #include <linux/freezer.h>
 #include <linux/module.h>
 #include <linux/ptrace.h>
@@ -21,6 +22,8 @@
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/task_work.h>
+#include <linux/unistd.h>
+#include <asm/seccomp.h>	/* __NR_seccomp_exit_32: exit() of a compat task */
 #include <asm/syscall.h>
 
 #include "session.h"
@@ -42,10 +45,14 @@ static atomic_t ibckpt_parks = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(ibckpt_parks_wq);
 
 /*
- * The thread is on its way out: it no longer counts for the session (and
- * no longer belongs to it), and in a tree job the children it is about to
- * leave behind stay in the job. Before the state changes, so that a scan
- * that starts once nothing is pending sees the children as members.
+ * The thread is on its way out: it no longer counts for the session, and
+ * in a tree job the children it is about to leave behind stay in the job.
+ * Before the state changes, so that a scan that starts once nothing is
+ * pending sees the children as members. It leaves the table of claimed
+ * threads here only if PF_EXITING already keeps scans off it. Otherwise
+ * (killed, or in do_exit() before exit_signals()) it stays claimed until
+ * the session releases its threads: a scan would take it for a newcomer,
+ * and count it again when that new work runs from exit_task_work().
  */
 static void ibckpt_park_exited(struct ibckpt_session *s, struct ibckpt_thread *thr)
 {
@@ -53,10 +60,34 @@ static void ibckpt_park_exited(struct ibckpt_session *s, struct ibckpt_thread *t
 		ibckpt_session_adopt(s, current);
 	spin_lock(&s->lock);
 	ibckpt_thread_leave(s, thr, IBCKPT_THREAD_EXITED);
-	ibckpt_thread_unclaim(thr);
+	if (current->flags & PF_EXITING)
+		ibckpt_thread_unclaim(thr);
 	if (!s->tally.pending && s->state == IBCKPT_STATE_FREEZING)
 		mod_delayed_work(ibckpt_wq, &s->converge, 0);
 	spin_unlock(&s->lock);
+}
+
+/*
+ * current's thread group is on its way out: exit_group(), the last thread's
+ * exit(), a fatal signal or a core dump (SIGNAL_GROUP_EXIT), or another
+ * thread's exec, which kills this one (group_exec_task). 6.1 has no
+ * signal_group_exit() any more; get_signal() tests these two fields.
+ */
+static bool ibckpt_group_exiting(void)
+{
+	struct signal_struct *sig = current->signal;
+
+	return (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT) || READ_ONCE(sig->group_exec_task);
+}
+
+/* The number of exit() in current's system call ABI. */
+static int ibckpt_exit_nr(void)
+{
+#ifdef __NR_seccomp_exit_32
+	if (in_compat_syscall())
+		return __NR_seccomp_exit_32;
+#endif
+	return __NR_exit;
 }
 
 static void ibckpt_park_fn(struct callback_head *cb)
@@ -73,8 +104,12 @@ static void ibckpt_park_fn(struct callback_head *cb)
 	 */
 	module_put(THIS_MODULE);
 
-	/* exiting (the work runs from exit_task_work too) */
-	if (current->flags & PF_EXITING) {
+	/*
+	 * Exiting: the work runs from exit_task_work() too, and from do_exit()
+	 * before PF_EXITING is set (ptrace's exit event, io_uring's cancel).
+	 */
+	if (ibckpt_exiting(current->flags & PF_EXITING, ibckpt_group_exiting(),
+			   syscall_get_nr(current, regs), ibckpt_exit_nr())) {
 		ibckpt_park_exited(s, thr);
 		goto out;
 	}

@@ -18,9 +18,16 @@
  * (quiesce.c).
  *
  * A session ends on THAW, when the netlink socket that asked for it is closed
- * (unless it is persistent), when a persistent session's watchdog fires, or
- * at module exit. Ending releases the parked threads and waits, bounded, for
- * them to leave.
+ * (unless it is persistent), when a persistent session's watchdog fires, when
+ * a new freeze of its job replaces it after an abort, or at module exit.
+ * Ending releases the parked threads and returns: a THAW request runs under
+ * genl's cb_lock (read), the socket's release under the netlink notifier
+ * chain's lock, and neither may wait for threads to be scheduled. A work
+ * item (ibckpt_session_end_fn()) waits, bounded, for the threads to leave
+ * their parks and only then unlists the session: until then it is listed,
+ * THAWING, to SESSION_GET by id, which is how the CLI learns that the job
+ * runs again. A lookup by job, and THAW, no longer see it (state.c,
+ * ibckpt_session_visible()).
  */
 #include <linux/bsearch.h>
 #include <linux/cred.h>
@@ -52,6 +59,8 @@ static atomic64_t ibckpt_session_ids = ATOMIC64_INIT(0);
 #define IBCKPT_SCAN_BATCH	128
 /* How often a frozen job is looked at again for newcomers. */
 #define IBCKPT_RESCAN_FROZEN	(HZ / 10)
+/* How long an ending session waits for its threads to leave their parks. */
+#define IBCKPT_THAW_WAIT	(10 * HZ)
 
 static void ibckpt_session_free(struct kref *ref)
 {
@@ -213,24 +222,27 @@ struct ibckpt_session *ibckpt_session_find_id(u64 id)
 	return NULL;
 }
 
+/* The live session of a job (an ending one is not its job's any more). */
 static struct ibckpt_session *ibckpt_session_find_job(const struct ibckpt_job *job)
 {
 	struct ibckpt_session *s;
 
 	lockdep_assert_held(&ibckpt_sessions_lock);
 	list_for_each_entry(s, &ibckpt_sessions, node)
-		if (ibckpt_job_same(&s->job, job))
+		if (ibckpt_session_visible(IBCKPT_LOOKUP_JOB, s->ending) &&
+		    ibckpt_job_same(&s->job, job))
 			return s;
 	return NULL;
 }
 
 /*
- * The listed session @sel names; with ibckpt_sessions_lock held. Return: the
+ * The listed session @sel names, for @how (IBCKPT_LOOKUP_ID to read it,
+ * IBCKPT_LOOKUP_END to end it); with ibckpt_sessions_lock held. Return: the
  * session, or an ERR_PTR: -ESRCH if the job does not exist, -ENOENT if it
  * is not frozen.
  */
 static struct ibckpt_session *ibckpt_session_lookup(const struct ibckpt_sel *sel,
-						    const char **why)
+						    enum ibckpt_lookup how, const char **why)
 {
 	struct ibckpt_session *s;
 	struct ibckpt_job job;
@@ -239,6 +251,8 @@ static struct ibckpt_session *ibckpt_session_lookup(const struct ibckpt_sel *sel
 	lockdep_assert_held(&ibckpt_sessions_lock);
 	if (sel->id) {
 		s = ibckpt_session_find_id(sel->id);
+		if (s && !ibckpt_session_visible(how, s->ending))
+			s = NULL;
 		if (!s)
 			*why = "no such freeze session";
 		return s ? s : ERR_PTR(-ENOENT);
@@ -262,6 +276,9 @@ static struct ibckpt_session *ibckpt_session_lookup(const struct ibckpt_sel *sel
  * @sel: by id, or by its job
  * @why: set to a message for the requester on error
  *
+ * By id, an ending session is found too (the CLI waits for it to go); by
+ * job, only the job's live session.
+ *
  * Return: the session (ibckpt_session_put() it), or an ERR_PTR: -EINVAL if
  * @sel names nothing, -ESRCH if the job does not exist, -ENOENT if it is
  * not frozen.
@@ -271,7 +288,7 @@ struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const ch
 	struct ibckpt_session *s;
 
 	mutex_lock(&ibckpt_sessions_lock);
-	s = ibckpt_session_lookup(sel, why);
+	s = ibckpt_session_lookup(sel, IBCKPT_LOOKUP_ID, why);
 	if (!IS_ERR(s))
 		kref_get(&s->ref);
 	mutex_unlock(&ibckpt_sessions_lock);
@@ -347,19 +364,42 @@ static bool ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
 }
 
 /*
- * End an unlisted session: stop its works, release its threads, wait (10 s
- * at most: a woken thread only needs a CPU) until none is parked.
+ * End a listed session: release its threads, tell its providers, and leave
+ * the rest to ibckpt_session_end_fn(). Returns at once: it runs in a THAW
+ * request (under genl's cb_lock) and in the netlink notifier. The session
+ * stays listed, THAWING, until its threads have left their parks. Return:
+ * false if it was ending already.
  */
-static void ibckpt_session_end(struct ibckpt_session *s, bool from_watchdog)
+static bool ibckpt_session_end(struct ibckpt_session *s)
 {
+	lockdep_assert_held(&ibckpt_sessions_lock);
+	if (s->ending)
+		return false;
+	s->ending = true;
 	/* state first: neither the park works nor converge requeue after it */
 	ibckpt_session_release(s, IBCKPT_STATE_THAWING);
-	cancel_delayed_work_sync(&s->converge);
-	if (!from_watchdog)
-		cancel_delayed_work_sync(&s->watchdog);
-	if (!wait_event_timeout(s->done_wq, !READ_ONCE(s->tally.parked), 10 * HZ))
+	queue_work(ibckpt_wq, &s->end);
+	return true;
+}
+
+/*
+ * An ending session: wait (10 s at most: a woken thread only needs a CPU)
+ * until none of its threads is parked, unlist it, stop its works and drop
+ * the list's reference. Unlisted first: a provider's answer finds a session
+ * by id in the list and kicks its converge work, which must stay cancelled.
+ */
+static void ibckpt_session_end_fn(struct work_struct *work)
+{
+	struct ibckpt_session *s = container_of(work, struct ibckpt_session, end);
+
+	if (!wait_event_timeout(s->done_wq, !READ_ONCE(s->tally.parked), IBCKPT_THAW_WAIT))
 		pr_warn("ibckpt: session %llu: %u threads still parked after thaw\n",
 			s->id, READ_ONCE(s->tally.parked));
+	mutex_lock(&ibckpt_sessions_lock);
+	list_del(&s->node);
+	mutex_unlock(&ibckpt_sessions_lock);
+	cancel_delayed_work_sync(&s->converge);
+	cancel_delayed_work_sync(&s->watchdog);
 	ibckpt_session_put(s);
 }
 
@@ -729,22 +769,12 @@ static void ibckpt_watchdog_fn(struct work_struct *work)
 {
 	struct ibckpt_session *s = container_of(to_delayed_work(work),
 						struct ibckpt_session, watchdog);
-	struct ibckpt_session *cur;
-	bool mine = false;
 
+	/* listed until its end work is done, which cancels this one first */
 	mutex_lock(&ibckpt_sessions_lock);
-	list_for_each_entry(cur, &ibckpt_sessions, node) {
-		if (cur == s) {
-			list_del(&s->node);
-			mine = true;
-			break;
-		}
-	}
-	mutex_unlock(&ibckpt_sessions_lock);
-	if (mine) {
+	if (ibckpt_session_end(s))
 		pr_info("ibckpt: session %llu: watchdog expired, thawing\n", s->id);
-		ibckpt_session_end(s, true);
-	}
+	mutex_unlock(&ibckpt_sessions_lock);
 }
 
 /**
@@ -863,6 +893,7 @@ static struct ibckpt_session *ibckpt_session_new(const struct ibckpt_freeze_req 
 	init_waitqueue_head(&s->done_wq);
 	INIT_DELAYED_WORK(&s->converge, ibckpt_converge_fn);
 	INIT_DELAYED_WORK(&s->watchdog, ibckpt_watchdog_fn);
+	INIT_WORK(&s->end, ibckpt_session_end_fn);
 	s->started = ktime_get_ns();
 	s->timeout = msecs_to_jiffies(req->timeout_ms);
 	s->deadline = jiffies + s->timeout;
@@ -920,60 +951,57 @@ int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
 		return c.err;
 	}
 	if (old)	/* an aborted attempt, kept for its report: replace it */
-		list_del(&old->node);
+		ibckpt_session_end(old);
 	list_add_tail(&s->node, &ibckpt_sessions);
 	*id = s->id;
 	queue_delayed_work(ibckpt_wq, &s->converge, 0);
 	if (req->flags & IBCKPT_FREEZE_F_PERSIST)
 		queue_delayed_work(ibckpt_wq, &s->watchdog, msecs_to_jiffies(req->watchdog_ms));
 	mutex_unlock(&ibckpt_sessions_lock);
-	if (old)
-		ibckpt_session_end(old, false);
 	return 0;
 }
 
 /**
  * ibckpt_session_thaw() - release a frozen (or freezing, or aborted) job
  * @sel: the session, by id or by its job
+ * @id: set to the session's id
  * @why: set to a message for the requester on error
+ *
+ * Returns once the threads are released, without waiting for them to run:
+ * the session stays listed (THAWING, to SESSION_GET by @id) until none is
+ * parked any more. A session that is ending already is not found.
  *
  * Return: 0 or a negative errno.
  */
-int ibckpt_session_thaw(const struct ibckpt_sel *sel, const char **why)
+int ibckpt_session_thaw(const struct ibckpt_sel *sel, u64 *id, const char **why)
 {
 	struct ibckpt_session *s;
 
 	mutex_lock(&ibckpt_sessions_lock);
-	s = ibckpt_session_lookup(sel, why);
-	if (!IS_ERR(s))
-		list_del(&s->node);
+	s = ibckpt_session_lookup(sel, IBCKPT_LOOKUP_END, why);
+	if (!IS_ERR(s)) {
+		*id = s->id;
+		ibckpt_session_end(s);
+	}
 	mutex_unlock(&ibckpt_sessions_lock);
-	if (IS_ERR(s))
-		return PTR_ERR(s);
-	ibckpt_session_end(s, false);
-	return 0;
+	return PTR_ERR_OR_ZERO(s);
 }
 
 /* The netlink socket that owns a freeze was closed: thaw what it owned. */
 static int ibckpt_netlink_notify(struct notifier_block *nb, unsigned long event, void *ptr)
 {
 	struct netlink_notify *n = ptr;
-	struct ibckpt_session *s, *tmp;
-	LIST_HEAD(ended);
+	struct ibckpt_session *s;
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC ||
 	    !net_eq(n->net, &init_net) || !n->portid)
 		return NOTIFY_DONE;
+	/* the closing socket's release must not wait for the threads either */
 	mutex_lock(&ibckpt_sessions_lock);
-	list_for_each_entry_safe(s, tmp, &ibckpt_sessions, node)
-		if (s->owner_portid == n->portid)
-			list_move_tail(&s->node, &ended);
+	list_for_each_entry(s, &ibckpt_sessions, node)
+		if (s->owner_portid == n->portid && ibckpt_session_end(s))
+			pr_info("ibckpt: session %llu: its owner went away, thawing\n", s->id);
 	mutex_unlock(&ibckpt_sessions_lock);
-	list_for_each_entry_safe(s, tmp, &ended, node) {
-		list_del(&s->node);
-		pr_info("ibckpt: session %llu: its owner went away, thawing\n", s->id);
-		ibckpt_session_end(s, false);
-	}
 	return NOTIFY_DONE;
 }
 
@@ -992,9 +1020,9 @@ int ibckpt_sessions_init(void)
 	int ret;
 
 	/*
-	 * Module-private: a watchdog that ended its session may still be
-	 * waiting for its threads when the module goes; destroying the queue
-	 * at exit waits for it, which system_wq would not.
+	 * Module-private: an ending session's work may still be waiting for
+	 * its threads when the module goes; destroying the queue at exit waits
+	 * for it, which system_wq would not.
 	 */
 	ibckpt_wq = alloc_workqueue("ibckpt", WQ_UNBOUND, 0);
 	if (!ibckpt_wq)
@@ -1012,18 +1040,22 @@ int ibckpt_sessions_init(void)
  */
 void ibckpt_sessions_exit(void)
 {
-	struct ibckpt_session *s, *tmp;
-	LIST_HEAD(ended);
+	struct ibckpt_session *s;
 
 	netlink_unregister_notifier(&ibckpt_netlink_nb);
 	mutex_lock(&ibckpt_sessions_lock);
-	list_splice_init(&ibckpt_sessions, &ended);
+	list_for_each_entry(s, &ibckpt_sessions, node)
+		ibckpt_session_end(s);
 	mutex_unlock(&ibckpt_sessions_lock);
-	list_for_each_entry_safe(s, tmp, &ended, node) {
-		list_del(&s->node);
-		ibckpt_session_end(s, false);
-	}
-	/* a watchdog ending its (already unlisted) session is waited for */
+	/*
+	 * Every session's end work is queued now (a watchdog ends its session
+	 * under the lock, and finds it ending). Flushed, not drained: until
+	 * an end work has cancelled its session's delayed works, their timers
+	 * may still fire, and a draining queue refuses (and warns about) work
+	 * queued from a timer.
+	 */
+	flush_workqueue(ibckpt_wq);
+	WARN_ON(!list_empty(&ibckpt_sessions));
 	destroy_workqueue(ibckpt_wq);
 	ibckpt_parks_wait_idle();
 }

@@ -96,6 +96,9 @@ struct ibckpt_quiesce {
  * struct ibckpt_session - the freeze of one job
  * @node: in ibckpt_sessions while listed, under ibckpt_sessions_lock
  * @ref: one for the list, one per queued park work
+ * @ending: the session was ended (thaw, owner gone, watchdog, replaced,
+ *	module exit) and @end is queued: it stays listed, in state THAWING,
+ *	until its threads have left their parks; under ibckpt_sessions_lock
  * @id: unique for the module's lifetime
  * @job: what the freeze covers
  * @requester: the process that asked (reference held); never parked
@@ -115,10 +118,12 @@ struct ibckpt_quiesce {
  * @nprocs: how many
  * @nvfork: threads parked as vfork() children (@vfork_child)
  * @park_wq: parked threads sleep here
- * @done_wq: thaw waits here for threads to leave
+ * @done_wq: @end waits here for threads to leave
  * @converge: rescans the job while FREEZING, and now and then while FROZEN
  *	to catch processes that join it
  * @watchdog: a persistent freeze thaws itself when it fires
+ * @end: waits (bounded) for the released threads to leave, then unlists
+ *	the session and drops the list's reference
  * @timeout: how long freezing may take (jiffies)
  * @deadline: jiffies after which FREEZING gives up
  * @started: when the freeze was requested
@@ -129,6 +134,7 @@ struct ibckpt_quiesce {
 struct ibckpt_session {
 	struct list_head node;
 	struct kref ref;
+	bool ending;
 	u64 id;
 	struct ibckpt_job job;
 	struct pid *requester;
@@ -148,6 +154,7 @@ struct ibckpt_session {
 	wait_queue_head_t done_wq;
 	struct delayed_work converge;
 	struct delayed_work watchdog;
+	struct work_struct end;
 	unsigned long timeout;
 	unsigned long deadline;
 	u64 started;
@@ -197,7 +204,7 @@ struct ibckpt_freeze_req {
 
 int ibckpt_session_freeze(const struct ibckpt_freeze_req *req, u64 *id,
 			  struct ibckpt_busy *busy, const char **why);
-int ibckpt_session_thaw(const struct ibckpt_sel *sel, const char **why);
+int ibckpt_session_thaw(const struct ibckpt_sel *sel, u64 *id, const char **why);
 struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const char **why);
 struct ibckpt_session *ibckpt_session_find_id(u64 id);
 void ibckpt_session_put(struct ibckpt_session *s);

@@ -118,6 +118,49 @@ int ibckpt_freeze_args_check(u32 timeout_ms, u32 flags, u32 watchdog_ms, const c
 }
 
 /**
+ * ibckpt_session_visible() - may a lookup find a listed session
+ * @how: why it is looked for
+ * @ending: the session was ended (thaw, its owner went away, watchdog,
+ *	replaced, module exit) and is waiting for its threads to leave their
+ *	parks
+ *
+ * An ending session stays listed until its threads have left their parks,
+ * so that the CLI, which polls SESSION_GET by id after a THAW, learns when
+ * the job runs again. It is no longer its job's session: a new freeze of
+ * the job may start, and status by job says "not frozen". Ending it again
+ * finds nothing, as it did when ending unlisted it at once.
+ *
+ * Return: true if the lookup may return it.
+ */
+bool ibckpt_session_visible(enum ibckpt_lookup how, bool ending)
+{
+	return !ending || how == IBCKPT_LOOKUP_ID;
+}
+
+/**
+ * ibckpt_exiting() - is a thread that runs its park work on its way out
+ * @pf_exiting: PF_EXITING is set: the work runs from exit_task_work()
+ * @group_exit: the thread group is exiting (SIGNAL_GROUP_EXIT: exit_group(),
+ *	the last thread's exit(), a fatal signal, a core dump) or another of
+ *	its threads execs, which kills this one (group_exec_task)
+ * @syscall: the system call the thread is in (syscall_get_nr()), -1 for none
+ * @exit_nr: the number of exit() in the thread's system call ABI
+ *
+ * Task works also run from do_exit() before it sets PF_EXITING: from
+ * ptrace_event(PTRACE_EVENT_EXIT) (ptrace_notify() runs them before the
+ * tracer's stop) and from io_uring_files_cancel() (io_run_task_work()). A
+ * thread that parked there would be reported parked while it is half gone,
+ * and would exit only after the thaw. The group's exit shows in its
+ * signal_struct by then; a lone thread's exit() only in its system call.
+ *
+ * Return: true if it must not park; it is counted as exited.
+ */
+bool ibckpt_exiting(bool pf_exiting, bool group_exit, int syscall, int exit_nr)
+{
+	return pf_exiting || group_exit || syscall == exit_nr;
+}
+
+/**
  * ibckpt_state_name() - a session state as text
  * @st: the state
  *

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit: a freeze is declared complete only when it is, times out cleanly
- * otherwise, and refuses malformed requests with a reason.
+ * otherwise, and refuses malformed requests with a reason; an ending
+ * session is seen by id only; an exiting thread does not park.
  */
 #include <kunit/test.h>
 
@@ -105,6 +106,48 @@ static void freeze_args_are_checked(struct kunit *test)
 						       IBCKPT_WATCHDOG_MAX_MS + 1, &why), -ERANGE);
 }
 
+/*
+ * Review finding kmod #10: THAW ends a session and returns; the session
+ * stays listed until its threads have left their parks. Only SESSION_GET
+ * by id (the CLI waiting for the job to run) may see it then: it is no
+ * longer its job's session, and it cannot be ended twice.
+ */
+static void an_ending_session_is_seen_by_id_only(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, ibckpt_session_visible(IBCKPT_LOOKUP_ID, false));
+	KUNIT_EXPECT_TRUE(test, ibckpt_session_visible(IBCKPT_LOOKUP_JOB, false));
+	KUNIT_EXPECT_TRUE(test, ibckpt_session_visible(IBCKPT_LOOKUP_END, false));
+	KUNIT_EXPECT_TRUE(test, ibckpt_session_visible(IBCKPT_LOOKUP_ID, true));
+	/* a new freeze of the job may start; status by job: not frozen */
+	KUNIT_EXPECT_FALSE(test, ibckpt_session_visible(IBCKPT_LOOKUP_JOB, true));
+	/* a second THAW by id: "no such freeze session", as before */
+	KUNIT_EXPECT_FALSE(test, ibckpt_session_visible(IBCKPT_LOOKUP_END, true));
+}
+
+/*
+ * Review finding kmod #17: task works run in do_exit() before PF_EXITING
+ * (ptrace's exit event, io_uring's cancel). Each way out, as the park
+ * callback sees it; 60 and 231 are x86-64's exit and exit_group, 1 is
+ * i386's exit (and x86-64's write).
+ */
+static void a_thread_on_its_way_out_does_not_park(struct kunit *test)
+{
+	/* running: interrupted in user space, or in a system call */
+	KUNIT_EXPECT_FALSE(test, ibckpt_exiting(false, false, -1, 60));
+	KUNIT_EXPECT_FALSE(test, ibckpt_exiting(false, false, 0, 60));
+	/* exit_task_work() */
+	KUNIT_EXPECT_TRUE(test, ibckpt_exiting(true, false, -1, 60));
+	/* a lone thread's exit(): only its system call says so */
+	KUNIT_EXPECT_TRUE(test, ibckpt_exiting(false, false, 60, 60));
+	/* exit_group(), the last thread, a fatal signal, another's exec */
+	KUNIT_EXPECT_TRUE(test, ibckpt_exiting(false, true, 231, 60));
+	KUNIT_EXPECT_TRUE(test, ibckpt_exiting(false, true, -1, 60));
+	/* a compat task: its own exit number, not the native one */
+	KUNIT_EXPECT_TRUE(test, ibckpt_exiting(false, false, 1, 1));
+	KUNIT_EXPECT_FALSE(test, ibckpt_exiting(false, false, 60, 1));
+	KUNIT_EXPECT_FALSE(test, ibckpt_exiting(false, false, 1, 60));
+}
+
 static void state_names(struct kunit *test)
 {
 	KUNIT_EXPECT_STREQ(test, ibckpt_state_name(IBCKPT_STATE_FROZEN), "frozen");
@@ -118,6 +161,8 @@ static struct kunit_case ibckpt_state_cases[] = {
 	KUNIT_CASE(fork_behind_the_scan_is_not_frozen),
 	KUNIT_CASE(timeout_aborts_unless_done),
 	KUNIT_CASE(freeze_args_are_checked),
+	KUNIT_CASE(an_ending_session_is_seen_by_id_only),
+	KUNIT_CASE(a_thread_on_its_way_out_does_not_park),
 	KUNIT_CASE(state_names),
 	{}
 };

@@ -5,7 +5,8 @@
  * at most one session at a time.
  *
  * A thread is claimed when a session starts tracking it and unclaimed when
- * it exits or its session releases its threads (thaw or abort). Readers
+ * it exits (once PF_EXITING is set: park.c) or its session releases its
+ * threads (thaw or abort). Readers
  * look up under RCU; the entries (struct ibckpt_thread) and their sessions
  * are freed after a grace period.
  */

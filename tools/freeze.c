@@ -9,6 +9,12 @@
  * With --persist SECS the freeze is detached from this command: it returns
  * once the group is frozen and the module thaws the group after SECS unless
  * `ibckpt thaw` comes first.
+ *
+ * Both FREEZE and THAW return at once (a generic netlink request must not
+ * wait): FREEZE once the freeze started, THAW once the threads are released.
+ * This command then polls SESSION_GET until the job is frozen, or until the
+ * released threads have all left their parks (the module lists the session,
+ * THAWING, until then), and only then returns.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,20 +51,33 @@ static int on_freeze_reply(struct nlattr **a, void *arg)
 	return 0;
 }
 
-static int send_thaw(struct ibnl *n, struct cli_job *j, char *ext, size_t extlen)
+/* The poll's next pause: 1 ms at first, doubling up to 32 ms. */
+static void poll_pause(double *sleep_s)
+{
+	usleep((useconds_t)(*sleep_s * 1e6));
+	if (*sleep_s < 0.02)
+		*sleep_s *= 2;
+}
+
+/* THAW; *@id: the session the module ended, 0 if its reply named none. */
+static int send_thaw(struct ibnl *n, struct cli_job *j, uint64_t *id, char *ext, size_t extlen)
 {
 	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THAW, 0);
 	int rc = cli_job_put(m, j);
 
+	*id = 0;
 	if (rc) {	/* 1: the cgroup could not be opened, said */
 		nlmsg_free(m);
 		return rc;
 	}
-	return ibnl_call(n, m, NULL, NULL, ext, extlen);
+	return ibnl_call(n, m, on_freeze_reply, id, ext, extlen);
 }
 
-/* The session with this @id; 0 found, -ENOENT gone, <0 error. */
-static int get_session(struct ibnl *n, uint64_t id, struct cli_session *out)
+/*
+ * The session with this @id as SESSION_GET lists it; 0 found, -ENOENT gone,
+ * <0 error.
+ */
+static int get_session_raw(struct ibnl *n, uint64_t id, struct cli_session *out)
 {
 	struct cli_job by_id = { .session = id };
 	struct cli_sessions l;
@@ -74,6 +93,53 @@ static int get_session(struct ibnl *n, uint64_t id, struct cli_session *out)
 	}
 	free(l.v);
 	return err;
+}
+
+/*
+ * The session with this @id, for the freeze that started it: 0 found,
+ * -ENOENT gone or ending (thawed by someone else), <0 error.
+ */
+static int get_session(struct ibnl *n, uint64_t id, struct cli_session *out)
+{
+	int err = get_session_raw(n, id, out);
+
+	return !err && out->state == IBCKPT_STATE_THAWING ? -ENOENT : err;
+}
+
+/* How long the module waits for released threads, and then this command. */
+#define THAW_WAIT_MS	(10000 + 5000)
+
+/*
+ * Thaw the session @j names and wait until its threads have left their
+ * parks: the module releases them and answers at once, naming the session,
+ * which it lists (THAWING) until none is parked any more, 10 s at most.
+ * A module that names none waited itself. Return: 0; THAW's negative errno
+ * (its reason in @ext); or 1 when the cgroup could not be opened, or the
+ * wait failed, after saying so (as "ibckpt: @what: ...").
+ */
+static int thaw(struct ibnl *n, struct cli_job *j, char *ext, size_t extlen, const char *what)
+{
+	struct cli_session s;
+	double t0 = now(), sleep_s = 0.001;
+	uint64_t id;
+	int err;
+
+	err = send_thaw(n, j, &id, ext, extlen);
+	if (err || !id)
+		return err;
+	for (;;) {
+		err = get_session_raw(n, id, &s);
+		if (err == -ENOENT || (!err && s.state == IBCKPT_STATE_THAWING && !s.parked))
+			return 0;
+		if (err)
+			return cli_fail(err, what, "lost track of the thaw");
+		if (now() - t0 > THAW_WAIT_MS / 1e3) {
+			fprintf(stderr, "ibckpt: %s: %u threads still parked %u ms after the thaw\n",
+				what, s.parked, THAW_WAIT_MS);
+			return 1;
+		}
+		poll_pause(&sleep_s);
+	}
 }
 
 /*
@@ -236,9 +302,7 @@ int cmd_freeze(int argc, char **argv)
 			err = -ETIMEDOUT;
 			break;
 		}
-		usleep((useconds_t)(sleep_s * 1e6));
-		if (sleep_s < 0.02)
-			sleep_s *= 2;
+		poll_pause(&sleep_s);
 	}
 	if (err || s.state != IBCKPT_STATE_FROZEN) {
 		if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesce_err) {
@@ -255,14 +319,14 @@ int cmd_freeze(int argc, char **argv)
 				"the job was left running\n", what, timeout_ms);
 			report_stragglers(&n, id);
 		} else if (!err && s.state == IBCKPT_STATE_FREEZING) {	/* interrupted */
-			err = send_thaw(&n, &by_id, ext, sizeof(ext));
+			err = thaw(&n, &by_id, ext, sizeof(ext), what);
 			if (!err || err == -ENOENT)
 				fprintf(stderr, "ibckpt: %s: interrupted; the job was thawed\n",
 					what);
-			else if (*ext)
+			else if (err < 0 && *ext)	/* > 0: the wait failed, said */
 				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s (%s)\n",
 					what, ext, strerror(-err));
-			else
+			else if (err < 0)
 				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s\n",
 					what, strerror(-err));
 			goto out;
@@ -280,7 +344,7 @@ int cmd_freeze(int argc, char **argv)
 			fprintf(stderr, "ibckpt: %s: unexpected session state %s\n", what,
 				cli_state_name(s.state));
 		}
-		send_thaw(&n, &by_id, ext, sizeof(ext));
+		thaw(&n, &by_id, ext, sizeof(ext), what);
 		goto out;
 	}
 	s.job = job;	/* as the user named it (the module gives a cgroup's path its own way) */
@@ -310,13 +374,13 @@ int cmd_freeze(int argc, char **argv)
 			fprintf(stderr, "ibckpt: %s: the freeze was abandoned: a process that "
 				"joined the job could not be frozen%s; the job runs\n", desc,
 				s.quiesce_err ? " (its provider failed to quiesce)" : "");
-			send_thaw(&n, &by_id, ext, sizeof(ext));
+			thaw(&n, &by_id, ext, sizeof(ext), desc);
 			goto out;
 		}
 		usleep(100000);
 	}
-	err = send_thaw(&n, &by_id, ext, sizeof(ext));
-	rc = err && err != -ENOENT ? cli_fail(err, "thaw", ext) : 0;
+	err = thaw(&n, &by_id, ext, sizeof(ext), "thaw");
+	rc = err > 0 ? 1 : err && err != -ENOENT ? cli_fail(err, "thaw", ext) : 0;
 	if (!rc && !json)
 		printf("%s thawed\n", desc);
 out:
@@ -347,14 +411,14 @@ int cmd_thaw(int argc, char **argv)
 	if (ibnl_open(&n, 0))
 		return 1;
 	cli_job_describe(&job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot thaw %s", desc);
 	t0 = now();
-	err = send_thaw(&n, &job, ext, sizeof(ext));
+	err = thaw(&n, &job, ext, sizeof(ext), what);
 	t0 = now() - t0;
 	ibnl_close(&n);
 	cli_job_close();
-	snprintf(what, sizeof(what), "cannot thaw %s", desc);
 	if (err > 0)
-		return 1;	/* the cgroup directory could not be opened: said */
+		return 1;	/* the cgroup could not be opened, or the wait failed: said */
 	if (err)
 		return cli_fail(err, what, ext);
 	if (json) {

@@ -181,7 +181,14 @@ struct ibckpt_share_creds {
  *	session holds is refused with EBUSY; the extended ack's cookie is then
  *	a struct ibckpt_busy naming both.
  * @IBCKPT_CMD_THAW: release a job's session, named by IBCKPT_A_SESSION_ID
- *	or by the job. Same privilege.
+ *	or by the job. Same privilege. Returns once the threads are released,
+ *	not once they run again: the reply carries the session's
+ *	IBCKPT_A_SESSION_ID, which SESSION_GET lists (IBCKPT_STATE_THAWING)
+ *	until no thread of it is parked any more (10 s at most). The job runs
+ *	again when SESSION_GET no longer lists it, or lists it THAWING with
+ *	IBCKPT_SESSION_A_PARKED 0. (Modules before this reply waited in THAW
+ *	itself and sent none.) A session that is THAWING cannot be thawed
+ *	again (ENOENT) and is no longer found by its job.
  * @IBCKPT_CMD_SESSION_GET: dump of freeze sessions (IBCKPT_A_SESSION nest),
  *	only the one named by IBCKPT_A_SESSION_ID or a job if given
  * @IBCKPT_CMD_THREAD_GET: dump of the threads of a session, named by
@@ -269,8 +276,8 @@ struct ibckpt_busy {
  * @IBCKPT_A_WATCHDOG_MS: u32: PERSIST: thaw after this many ms, at most
  *	IBCKPT_WATCHDOG_MAX_MS; required with IBCKPT_FREEZE_F_PERSIST and
  *	refused without it
- * @IBCKPT_A_SESSION_ID: u64: a freeze session's id (FREEZE's reply; names
- *	the session in the other requests)
+ * @IBCKPT_A_SESSION_ID: u64: a freeze session's id (FREEZE's and THAW's
+ *	reply; names the session in the other requests)
  * @IBCKPT_A_SESSION: nest: enum ibckpt_session_attr
  * @IBCKPT_A_THREAD: nest: enum ibckpt_thread_attr
  * @IBCKPT_A_PAD: padding for 64-bit attributes
@@ -345,7 +352,8 @@ enum ibckpt_proc_attr {
  * enum ibckpt_state - state of a freeze session
  * @IBCKPT_STATE_FREEZING: threads are being parked
  * @IBCKPT_STATE_FROZEN: every application thread is parked (or has exited)
- * @IBCKPT_STATE_THAWING: threads are being released
+ * @IBCKPT_STATE_THAWING: the session ended (thaw, its owner went away,
+ *	watchdog); its released threads are leaving their parks
  * @IBCKPT_STATE_ABORTED: the freeze was given up (a thread did not park in
  *	time, a provider failed to quiesce, out of memory); every thread was
  *	released
