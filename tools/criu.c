@@ -19,25 +19,38 @@
 /* ---- criu (Documentation/restart.rst: why stock criu works on a released job) ---- */
 
 
+/* What every run of criu takes: restart.rst says why. */
+static const char *const criu_common[] = { "-v4", "--manage-cgroups=ignore",
+					   "--tcp-established", "--network-lock", "nftables" };
+
+static void criu_errors(const char *log);
+
 /*
- * Run criu with @args (NULL-terminated, after the program name), its output
- * in @log. Return: its exit status, or -1 if it could not run.
+ * Run criu @what (dump, restore) with @args (NULL-terminated, after the
+ * action) and the common options, its output in @log. A failure is said,
+ * with criu's own errors. Return: 0, or -1.
  */
-static int run_criu(const char *const *args, const char *log)
+static int run_criu(const char *what, const char *const *args, const char *log)
 {
 	const char *criu = getenv("IBCKPT_CRIU") ? getenv("IBCKPT_CRIU") : "criu";
 	const char *argv[32];
-	int i, st, fd;
+	unsigned int i, n = 0;
+	int st, fd;
 	pid_t pid;
 
-	argv[0] = criu;
-	for (i = 0; args[i] && i < 30; i++)
-		argv[i + 1] = args[i];
-	argv[i + 1] = NULL;
+	argv[n++] = criu;
+	argv[n++] = what;
+	for (i = 0; args[i] && n < 20; i++)
+		argv[n++] = args[i];
+	for (i = 0; i < sizeof(criu_common) / sizeof(criu_common[0]); i++)
+		argv[n++] = criu_common[i];
+	argv[n] = NULL;
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		fprintf(stderr, "ibckpt: cannot run criu: %s\n", strerror(errno));
 		return -1;
+	}
 	if (!pid) {
 		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
@@ -51,10 +64,18 @@ static int run_criu(const char *const *args, const char *log)
 		fprintf(stderr, "%s: %s\n", criu, strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "ibckpt: criu %s: %s\n", what, strerror(errno));
 			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+	}
+	st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (!st)
+		return 0;
+	fprintf(stderr, "ibckpt: criu %s failed (exit %d): see %s\n", what, st, log);
+	criu_errors(log);
+	return -1;
 }
 
 /*
@@ -127,8 +148,7 @@ int wait_unregistered(const struct rjob *j)
 int criu_dump(const char *dir, unsigned int root)
 {
 	char images[4096], log[4200], tree[16];
-	const char *args[] = { "dump", "-t", tree, "-D", images, "-v4", "--manage-cgroups=ignore",
-			       "--tcp-established", "--network-lock", "nftables", NULL };
+	const char *args[] = { "-t", tree, "-D", images, NULL };
 	int st;
 
 	snprintf(tree, sizeof(tree), "%u", root);
@@ -137,14 +157,9 @@ int criu_dump(const char *dir, unsigned int root)
 	if (dir_make(images))
 		return -1;
 	ckpt_timing("unregister");
-	st = run_criu(args, log);
+	st = run_criu("dump", args, log);
 	ckpt_timing("dump");
-	if (st) {
-		fprintf(stderr, "ibckpt: criu dump failed (exit %d): see %s\n", st, log);
-		criu_errors(log);
-		return -1;
-	}
-	return 0;
+	return st;
 }
 
 /*
@@ -157,9 +172,7 @@ int criu_dump(const char *dir, unsigned int root)
 int criu_restore(const char *dir, pid_t *root)
 {
 	char images[4096], log[4200], pidfile[4200], *abs;
-	const char *args[] = { "restore", "-d", "-D", images, "-v4", "--pidfile", pidfile,
-			       "--manage-cgroups=ignore", "--tcp-established", "--network-lock",
-			       "nftables", NULL };
+	const char *args[] = { "-d", "-D", images, "--pidfile", pidfile, NULL };
 	int st, pid = 0;
 	FILE *f;
 
@@ -178,13 +191,10 @@ int criu_restore(const char *dir, pid_t *root)
 	snprintf(images, sizeof(images), "%s/" CRIU_DIR, dir);
 	snprintf(log, sizeof(log), "%s/restore.log", dir);
 	ckpt_timing(NULL);
-	st = run_criu(args, log);
+	st = run_criu("restore", args, log);
 	ckpt_timing("restore");
-	if (st) {
-		fprintf(stderr, "ibckpt: criu restore failed (exit %d): see %s\n", st, log);
-		criu_errors(log);
+	if (st)
 		return -1;
-	}
 	f = fopen(pidfile, "re");
 	if (f) {
 		if (fscanf(f, "%d", &pid) == 1 && pid > 0)
