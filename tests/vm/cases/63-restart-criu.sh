@@ -81,11 +81,21 @@ refused 1 "being restarted by another ibckpt" ibckpt restart -D "$dir"
 wait $lockpid
 ibckpt restart -D "$dir" > /dev/null 2> "$T/re" || fail "restart: $(cat "$T/re")"
 traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
+# Killed processes close their TCP side channel with FINs: the connection
+# then lingers in TIME_WAIT for 60 s, and criu cannot restore a connection
+# whose address pair is taken ("Can't connect inet socket back: Cannot
+# assign requested address", restart.rst). No TIME_WAIT while we kill.
+tw=$(sysctl -n net.ipv4.tcp_max_tw_buckets)
+sysctl -qw net.ipv4.tcp_max_tw_buckets=0
 kill -KILL "$sid" "$server" "$client"
 # gone means reaped too: a zombie's pid is still taken (init reaps them)
 gone() { for p in "$@"; do ! alive "$p" || return 1; done; }
 for _ in $(seq 100); do gone "$sid" "$server" "$client" && break; sleep 0.1; done
 gone "$sid" "$server" "$client" || fail "the killed job is still there: $(ps -o pid,stat,cmd -p "$sid,$server,$client")"
+tcp_left() { ss -Htan "( sport = :$port or dport = :$port )"; }
+for _ in $(seq 100); do [ -z "$(tcp_left)" ] && break; sleep 0.1; done
+sysctl -qw net.ipv4.tcp_max_tw_buckets="$tw"
+[ -z "$(tcp_left)" ] || fail "the killed job's TCP connections linger: $(tcp_left)"
 cp -p "$T"/files/* "$T/"
 # criu's own error is quoted when it fails (nothing restored)
 printf '#!/bin/sh\necho "(00.01) Error (criu/cr-restore.c:42): a made-up failure" >&2\nexit 1\n' > "$T/badcriu"
