@@ -3,9 +3,15 @@
 #
 #   make              kmod/ibckpt.ko, provider/libibckpt-rdmav34.so, tools/ibckpt, test programs
 #   make check        every test (unit under ASan+UBSan, KUnit, VM); ends "N passed, N failed"
+#   make check-multinode   the two-node VM cases (tests/vm/multinode/); not part of check
 #   make demo         the main job, end to end, in the VM test bed
 #   make bench        overhead and latency ratios, with and without ibckpt, same run
 #   make install / uninstall   (DESTDIR, PREFIX aware)
+#   make deb          Debian packages ibckpt and ibckpt-dkms in build/deb (debhelper, dh-dkms)
+#   make dist         the source tarball build/dist/ibckpt-VERSION.tar.gz (make deb's, DKMS's)
+#
+# The version is the tree's VERSION file, for the module, the provider, the CLI
+# and the packages; IBCKPT_VERSION= builds the packages as another version.
 #
 # KDIR defaults to the headers of Debian 12's current kernel package, resolved
 # through linux-headers-amd64 (scripts/kver); override KVER or KDIR to change it.
@@ -15,12 +21,13 @@ KDIR ?= /usr/src/linux-headers-$(KVER)
 PREFIX ?= /usr/local
 DESTDIR ?=
 export PREFIX DESTDIR
+IBCKPT_VERSION ?= $(shell cat VERSION)
 
 SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic tests/provider tests/bench tests/mpi tests/criu
 subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
 
 .PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
-	check-vm check-static demo bench soak deps kdir-check
+	check-vm check-multinode check-static check-deb demo bench soak deps kdir-check dist deb
 
 all: modules userspace
 
@@ -61,10 +68,21 @@ uninstall:
 deps:
 	scripts/install-deps all
 
+# The source tarball: the tree's files (git's view of the working tree), VERSION
+# set; `make deb` builds from it, and unpacked in /usr/src it is a DKMS tree.
+dist:
+	scripts/mkdist -V $(IBCKPT_VERSION)
+
+# Debian packages with Debian's tools (dpkg-buildpackage, debhelper, dh-dkms;
+# no root needed) from the dist tarball, checked by lintian: build/deb/.
+deb:
+	scripts/install-deps deb
+	scripts/mkdeb -V $(IBCKPT_VERSION)
+
 # Tests. check-* first install what they need, then build, then run.
 check: deps
 	$(MAKE) all
-	tests/check unit static kunit vm
+	tests/check unit static kunit deb vm
 
 check-unit:
 	scripts/install-deps build
@@ -78,10 +96,23 @@ check-static:
 	scripts/install-deps build kunit
 	tests/check static
 
+# deb first: the packages' VM case (75-deb-install) installs what it builds.
 check-vm:
+	scripts/install-deps build vm deb
+	$(MAKE) all
+	tests/check deb vm
+
+# The packages of VERSION and VERSION+1, built, linted, their contents checked.
+check-deb:
+	scripts/install-deps deb
+	tests/check deb
+
+# tests/vm/multinode/*, each on two guests joined by one link
+# (tests/vm/run --nodes 2); slow under emulation, so not part of check.
+check-multinode:
 	scripts/install-deps build vm
 	$(MAKE) all
-	tests/check vm
+	tests/check multinode
 
 demo:
 	scripts/install-deps build vm

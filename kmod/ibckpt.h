@@ -18,7 +18,10 @@
 
 struct ibckpt_kview;
 
-#define IBCKPT_VERSION		"0.1"
+/* -DIBCKPT_VERSION="..." from kmod/Kbuild, which reads the tree's VERSION */
+#ifndef IBCKPT_VERSION
+#define IBCKPT_VERSION		"unknown"
+#endif
 
 /**
  * struct ibckpt_proc - a process registered through /dev/ibckpt

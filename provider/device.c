@@ -197,5 +197,5 @@ static void __attribute__((constructor)) ibckpt_register(void)
 		ibckpt_match_table[id - 1].u.driver_id = (uint64_t)id;
 	}
 	verbs_register_driver_34(&ibckpt_dev_ops);
-	ibckpt_dbg("provider registered (rdma-core %d)", IBCKPT_RDMA_CORE_MAJOR);
+	ibckpt_dbg("provider %s registered (rdma-core %d)", IBCKPT_VERSION, IBCKPT_RDMA_CORE_MAJOR);
 }

@@ -15,7 +15,11 @@
 #include "cli.h"
 #include "json.h"
 
-#define IBCKPT_CLI_VERSION "0.1"
+/* -DIBCKPT_VERSION="..." from tools/Makefile, which reads the tree's VERSION */
+#ifndef IBCKPT_VERSION
+#error IBCKPT_VERSION is not defined: build with tools/Makefile
+#endif
+#define IBCKPT_CLI_VERSION IBCKPT_VERSION
 
 int json;
 

@@ -187,3 +187,63 @@ traffic_wait_done() {
 	for _ in $(seq 600); do [ -s "$T/server.rc" ] && return 0; sleep 0.1; done
 	fail "the traffic generator did not finish: $(tail -n 3 "$T/client.err" "$T/server.err")"
 }
+
+# Two or more nodes (tests/vm/run --nodes N; the cases in tests/vm/multinode/).
+# guest-init gives every node IBCKPT_NODE (0..N-1), IBCKPT_NODES, IBCKPT_SHARED
+# (a host directory every node mounts read-write at the same path) and
+# IBCKPT_NODE_IPS (node I's address on the link is word I); rxe0 is each node's
+# device on the link. The helpers below keep their files under
+# $IBCKPT_SHARED/.vm/, which tests/vm/run empties at start; they poll (9p has
+# no notification across guests; create and rename are atomic on the host)
+# and fail the case at once when another node has failed (.vm/abort), or after
+# NODE_TIMEOUT seconds (default 120).
+NODE_TIMEOUT=${NODE_TIMEOUT:-120}
+# node_is I: this is node I
+node_is() { [ "${IBCKPT_NODE:-0}" = "$1" ]; }
+# node_ip I: node I's IPv4 address on the link
+node_ip() {
+	local a=(${IBCKPT_NODE_IPS:-})
+	[ -n "${a[$1]:-}" ] || { echo "node_ip: no node $1 (IBCKPT_NODE_IPS='${IBCKPT_NODE_IPS:-}')" >&2; return 1; }
+	echo "${a[$1]}"
+}
+# _node_aborted: another node failed (fails the case, naming it)
+_node_aborted() {
+	local who st
+	[ -e "$IBCKPT_SHARED/.vm/abort" ] || return 0
+	read -r who st < "$IBCKPT_SHARED/.vm/abort"
+	fail "$1: $who failed (status $st)"
+}
+# node_barrier NAME [TIMEOUT]: wait until every node reached the barrier NAME.
+# A name serves once per run (a second use on one node fails the case).
+node_barrier() {
+	local d=$IBCKPT_SHARED/.vm/barrier/$1 end=$((SECONDS + ${2:-$NODE_TIMEOUT})) f
+	mkdir -p "$d" || fail "barrier $1: cannot create $d"
+	[ -e "$d/node$IBCKPT_NODE" ] && fail "barrier $1 used twice"
+	: > "$d/node$IBCKPT_NODE" || fail "barrier $1: cannot write $d"
+	while :; do
+		f=("$d"/node*)
+		[ ${#f[@]} -ge "$IBCKPT_NODES" ] && return 0
+		_node_aborted "barrier $1"
+		[ $SECONDS -lt $end ] ||
+			fail "barrier $1: ${#f[@]} of $IBCKPT_NODES nodes after ${2:-$NODE_TIMEOUT} s ($(cd "$d" && echo node*))"
+		sleep 0.05
+	done
+}
+# node_put KEY VALUE: publish VALUE (one line) under KEY to every node
+node_put() {
+	local d=$IBCKPT_SHARED/.vm/kv
+	mkdir -p "$d" && printf '%s\n' "$2" > "$d/.$1.node$IBCKPT_NODE" &&
+		mv -f "$d/.$1.node$IBCKPT_NODE" "$d/$1" || fail "node_put $1"
+}
+# node_get KEY [TIMEOUT]: print the value published under KEY, waiting for it;
+# status 1 (and a message) if none came: v=$(node_get KEY) || fail ...
+node_get() {
+	local f=$IBCKPT_SHARED/.vm/kv/$1 end=$((SECONDS + ${2:-$NODE_TIMEOUT})) v
+	until [ -e "$f" ]; do
+		[ -e "$IBCKPT_SHARED/.vm/abort" ] && { echo "node_get $1: $(cat "$IBCKPT_SHARED/.vm/abort") failed" >&2; return 1; }
+		[ $SECONDS -lt $end ] || { echo "node_get $1: nothing published in ${2:-$NODE_TIMEOUT} s" >&2; return 1; }
+		sleep 0.05
+	done
+	IFS= read -r v < "$f"
+	printf '%s\n' "$v"
+}
