@@ -3,7 +3,7 @@
 #
 #   make              kmod/ibckpt.ko, provider/libibckpt-rdmav34.so, tools/ibckpt, test programs
 #   make check        every test (unit under ASan+UBSan, KUnit, VM); ends "N passed, N failed"
-#   make check-multinode   the two-node VM cases (tests/vm/multinode/); not part of check
+#   make check-multinode   the two-node VM cases (tests/vm/multinode/), also in check
 #   make demo         the main job, end to end, in the VM test bed
 #   make bench        overhead and latency ratios, with and without ibckpt, same run
 #   make install / uninstall   (DESTDIR, PREFIX aware)
@@ -82,7 +82,7 @@ deb:
 # Tests. check-* first install what they need, then build, then run.
 check: deps
 	$(MAKE) all
-	tests/check unit static kunit deb vm
+	tests/check unit static kunit deb vm multinode
 
 check-unit:
 	scripts/install-deps build
@@ -108,7 +108,7 @@ check-deb:
 	tests/check deb
 
 # tests/vm/multinode/*, each on two guests joined by one link
-# (tests/vm/run --nodes 2); slow under emulation, so not part of check.
+# (tests/vm/run --nodes 2); part of check too.
 check-multinode:
 	scripts/install-deps build vm
 	$(MAKE) all

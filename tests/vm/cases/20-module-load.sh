@@ -5,7 +5,7 @@
 lsmod | grep -q '^ibckpt ' || fail "ibckpt not loaded by the test bed"
 [ -c /dev/ibckpt ] || fail "/dev/ibckpt missing"
 ibckpt --version | tee "$T/v"
-grep -q '^module ibckpt 0.1 (ABI 1)$' "$T/v" || fail "ibckpt --version does not show the module"
+grep -q "^module ibckpt $(cat VERSION) (ABI 1)$" "$T/v" || fail "ibckpt --version does not show the module"
 ibckpt -j --version | jq -e '.module_abi == 1' > /dev/null || fail "-j --version"
 ibckpt status > "$T/s" || fail "ibckpt status failed"
 grep -q 'no process registered' "$T/s" || fail "status: $(cat "$T/s")"
