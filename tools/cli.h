@@ -77,6 +77,7 @@ int cmd_release(int argc, char **argv);
 int cmd_reacquire(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_restart(int argc, char **argv);
+int cmd_criu_action(void);
 
 /* dump.c: the snapshots a frozen job's providers gave, validated */
 struct cli_snap {

@@ -143,12 +143,14 @@ int wait_unregistered(const struct rjob *j)
 /*
  * criu dump of the released job, rooted at @root (criu takes a process and
  * its descendants). Its network lock is nftables': Debian's criu defaults
- * to iptables, which a minimal system lacks.
+ * to iptables, which a minimal system lacks. @action: criu's action script
+ * (a job on several nodes: its post-dump barrier), or NULL.
  */
-int criu_dump(const char *dir, unsigned int root)
+int criu_dump(const char *dir, unsigned int root, const char *action)
 {
 	char images[4096], log[4200], tree[16];
-	const char *args[] = { "-t", tree, "-D", images, NULL };
+	const char *args[] = { "-t", tree, "-D", images, action ? "--action-script" : NULL,
+			       action, NULL };
 	int st;
 
 	snprintf(tree, sizeof(tree), "%u", root);

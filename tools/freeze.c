@@ -27,6 +27,7 @@
 #include <linux/ibckpt.h>
 #include "cli.h"
 #include "json.h"
+#include "restart.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -207,7 +208,8 @@ static int freeze_refused(struct ibnl *n, int err, const char *what, const char 
 
 static void freeze_usage(void)
 {
-	fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] " CLI_JOB_USAGE "\n");
+	fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] [-D DIR "
+		XNODE_USAGE "] " CLI_JOB_USAGE "\n");
 }
 
 int cmd_freeze(int argc, char **argv)
@@ -215,9 +217,15 @@ int cmd_freeze(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "timeout", required_argument, NULL, 't' },
 		{ "persist", required_argument, NULL, 'p' },
+		{ "dir", required_argument, NULL, 'D' },
+		XNODE_OPTIONS,
 		CLI_JOB_OPTIONS,
 		{ 0 }
 	};
+	struct coord_opts xo = { 0 };
+	struct coord cs, *co = NULL;
+	const char *dir = NULL;
+	int voted = 0;
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned long timeout_ms = 10000, persist_s = 0;
 	struct cli_session s = { 0 };
@@ -232,8 +240,11 @@ int cmd_freeze(int argc, char **argv)
 	if (cli_job_negative(argc, argv))
 		return 2;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "t:p:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:p:D:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'D':
+			dir = optarg;
+			break;
 		case 't':
 			timeout_ms = strtoul(optarg, &end, 10);
 			if (*end || !timeout_ms || timeout_ms > IBCKPT_FREEZE_TIMEOUT_MAX_MS) {
@@ -251,7 +262,11 @@ int cmd_freeze(int argc, char **argv)
 			}
 			break;
 		default:
-			err = cli_job_opt(c, optarg, &job);
+			err = xnode_opt(c, optarg, &xo);
+			if (err > 0)
+				break;
+			if (!err)
+				err = cli_job_opt(c, optarg, &job);
 			if (err > 0)
 				break;
 			if (!err)
@@ -259,14 +274,26 @@ int cmd_freeze(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (cli_job_finish(&job, argc, argv, optind, 0)) {
+	if (cli_job_finish(&job, argc, argv, optind, 0) || xnode_finish(&xo) ||
+	    (xo.n && !dir) || (dir && !xo.n)) {
+		if ((xo.n && !dir) || (dir && !xo.n))
+			fprintf(stderr, "ibckpt: a job on several nodes: --node and -D DIR (a "
+				"directory every node sees) go together\n");
 		freeze_usage();
 		return 2;
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot freeze %s", desc);
-	if (ibnl_open(&n, 0))
+	if (xo.n) {
+		/* every node's part quiesced before any node says frozen (restart.rst) */
+		if (coord_open(&cs, dir, &xo))
+			return 1;
+		co = &cs;
+	}
+	if (ibnl_open(&n, 0)) {
+		xvote(co, "frozen", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);
 		return 1;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -347,6 +374,14 @@ int cmd_freeze(int argc, char **argv)
 		thaw(&n, &by_id, ext, sizeof(ext), what);
 		goto out;
 	}
+	voted = 1;
+	if (xvote(co, "frozen", 0, NULL, NULL, 0, 0, NULL, NULL, NULL)) {
+		err = thaw(&n, &by_id, ext, sizeof(ext), what);
+		fprintf(stderr, "ibckpt: %s: the job did not freeze on every node; %s\n", what,
+			err && err != -ENOENT ? "cannot thaw this node's part (above)" :
+			"this node's part was thawed");
+		goto out;
+	}
 	s.job = job;	/* as the user named it (the module gives a cgroup's path its own way) */
 	print_frozen(&s, desc, persist_s != 0);
 	if (persist_s) {
@@ -384,6 +419,8 @@ int cmd_freeze(int argc, char **argv)
 	if (!rc && !json)
 		printf("%s thawed\n", desc);
 out:
+	if (!voted)
+		xvote(co, "frozen", 1, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL);
 	ibnl_close(&n);
 	cli_job_close();
 	return rc;
@@ -391,7 +428,15 @@ out:
 
 int cmd_thaw(int argc, char **argv)
 {
-	static const struct option opts[] = { CLI_JOB_OPTIONS, { 0 } };
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'D' },
+		XNODE_OPTIONS,
+		CLI_JOB_OPTIONS,
+		{ 0 }
+	};
+	struct coord_opts xo = { 0 };
+	struct coord cs, *co = NULL;
+	const char *dir = NULL;
 	struct cli_job job = { 0 };
 	char ext[256] = "", what[320], desc[288];
 	struct ibnl n;
@@ -401,15 +446,29 @@ int cmd_thaw(int argc, char **argv)
 	if (cli_job_negative(argc, argv))
 		return 2;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		err = cli_job_opt(c, optarg, &job);
+	while ((c = getopt_long(argc, argv, "D:", opts, NULL)) != -1) {
+		if (c == 'D') {
+			dir = optarg;
+			continue;
+		}
+		err = xnode_opt(c, optarg, &xo);
+		if (!err)
+			err = cli_job_opt(c, optarg, &job);
 		if (err <= 0)
 			goto usage;
 	}
-	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID) || xnode_finish(&xo) ||
+	    !xo.n != !dir)
 		goto usage;
-	if (ibnl_open(&n, 0))
+	if (xo.n) {
+		if (coord_open(&cs, dir, &xo))
+			return 1;
+		co = &cs;
+	}
+	if (ibnl_open(&n, 0)) {
+		xvote(co, "thawed", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);
 		return 1;
+	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot thaw %s", desc);
 	t0 = now();
@@ -417,10 +476,12 @@ int cmd_thaw(int argc, char **argv)
 	t0 = now() - t0;
 	ibnl_close(&n);
 	cli_job_close();
-	if (err > 0)
-		return 1;	/* the cgroup could not be opened, or the wait failed: said */
-	if (err)
-		return cli_fail(err, what, ext);
+	if (err < 0)
+		cli_fail(err, what, ext);
+	/* each node thaws its own part at once; the barrier only reports the others */
+	if (xvote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
+		  NULL) || err)
+		return 1;
 	if (json) {
 		putchar('{');
 		if (job.type)
@@ -433,6 +494,7 @@ int cmd_thaw(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: ibckpt thaw " CLI_JOB_USAGE " | --id SESSION\n");
+	fprintf(stderr, "usage: ibckpt thaw [-D DIR " XNODE_USAGE "] " CLI_JOB_USAGE
+		" | --id SESSION\n");
 	return 2;
 }

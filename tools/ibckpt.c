@@ -49,6 +49,11 @@ static void usage(FILE *f)
 		"                       (the job is gone), or reacquire it in place\n"
 		"  restart -D DIR [--map DEV=DEV,...]\n"
 		"                       restore the job of DIR with criu and reacquire it\n"
+		"  freeze, thaw, checkpoint, restart, reacquire ... -D DIR --node RANK/N --run ID\n"
+		"                       [--node-timeout MS]\n"
+		"                       a job on N nodes: run on each node, on its part; the\n"
+		"                       nodes meet in DIR, which every node sees (restart:\n"
+		"                       --part P restores node P's part here)\n"
 		"jobs:\n"
 		"  PGID                 a process group\n"
 		"  --session SID        a session (e.g. an MPI launcher started by setsid)\n"
@@ -133,6 +138,10 @@ int main(int argc, char **argv)
 					       "--output", "--session", "--tree", "--cgroup",
 					       "--id", "-D", "--dir", "--map", NULL };
 	int c, version = 0;
+
+	/* criu runs its action scripts with no argument (nodes.c) */
+	if (argc == 1 && getenv("CRTOOLS_SCRIPT_ACTION"))
+		return cmd_criu_action();
 
 	/* -j may follow the command; the command's own options come after it */
 	argc = cli_take_global(argc, argv, valued, &json);

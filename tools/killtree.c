@@ -6,6 +6,7 @@
  * waited for until its pids are free again (Documentation/restart.rst).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -46,6 +47,53 @@ static int pids_add(struct pids *s, pid_t pid)
 static bool pid_exists(pid_t pid)
 {
 	return !kill(pid, 0) || errno == EPERM;
+}
+
+#define PF_EXITING_FLAG	0x4	/* include/linux/sched.h: getting shut down */
+#define DYING_WAIT_MS	5000	/* how long a restart waits for a dying process's pid */
+
+/* @pid is exiting or a zombie: its pid is free soon, if its parent reaps it. */
+static bool pid_dying(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	char state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;	/* gone since */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	/* after the command's closing parenthesis: state, ppid, pgrp, session, tty, tpgid, flags */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return false;
+	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
+}
+
+/**
+ * pid_taken() - is @pid in use, and will stay so?
+ * @pid: a pid a restart needs free
+ *
+ * A checkpoint's criu kills the job as it exits: a restart right after may
+ * find its processes still exiting, or zombies not yet reaped. Such a pid
+ * is waited for, DYING_WAIT_MS at most. Return: true if it is taken.
+ */
+bool pid_taken(pid_t pid)
+{
+	unsigned int waited = 0;
+
+	while (pid_exists(pid) && pid_dying(pid) && waited < DYING_WAIT_MS) {
+		usleep(20000);
+		waited += 20;
+	}
+	return pid_exists(pid);
 }
 
 /*
@@ -234,7 +282,7 @@ int tree_taken(const char *dir)
 	if (!f)
 		return 0;
 	while (!rc && fscanf(f, "%d", &pid) == 1) {
-		if (pid > 0 && pid_exists(pid)) {
+		if (pid > 0 && pid_taken(pid)) {
 			fprintf(stderr, "ibckpt: process %d exists: the job still runs, or its pid "
 				"is taken (criu restores the same pids)\n", pid);
 			rc = -1;

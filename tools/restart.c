@@ -82,59 +82,104 @@ static void rjob_abort(struct rjob *j)
 	rjob_undone = undone == j->n;
 }
 
+/* Append @len bytes of identities to *@all. */
+static int idents_add(struct ibckpt_ident **all, uint32_t *nall, const void *ids, size_t len)
+{
+	struct ibckpt_ident *n;
+
+	if (len % sizeof(**all))
+		return -1;
+	if (!len)
+		return 0;
+	n = realloc(*all, *nall * sizeof(**all) + len);
+	if (!n)
+		return -1;
+	*all = n;
+	memcpy(n + *nall, ids, len);
+	*nall += (uint32_t)(len / sizeof(**all));
+	return 0;
+}
+
+struct idents_merge {
+	struct ibckpt_ident *all;
+	uint32_t n;
+};
+
+static int idents_of_node(void *arg, unsigned int rank, const void *data, size_t len)
+{
+	struct idents_merge *m = arg;
+
+	(void)rank;
+	return idents_add(&m->all, &m->n, data, len) ? 1 : 0;
+}
+
+/*
+ * With @co (a job on several nodes), every node's processes reacquire, then
+ * every node's identities go to every node (node 0 gathers them), each
+ * phase ends at a barrier, and a failure anywhere undoes the reacquire on
+ * every node.
+ */
 static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uint32_t nmap,
-			  uint32_t *nids_out)
+			  uint32_t *nids_out, struct coord *co)
 {
 	struct ibckpt_ident *all = NULL;
+	struct coord_verdict v;
 	uint32_t nall = 0, len;
 	char why[512];
 	unsigned int i;
 	void *ids;
-	int st, rc = -1;
+	int st = 0, rc = -1;
 
-	for (i = 0; i < j->n; i++) {
+	for (i = 0; i < j->n && !st; i++) {
 		st = rchan_call(&j->p[i], IBCKPT_RMSG_REACQUIRE, 0, map,
 				nmap * (uint32_t)sizeof(*map), PHASE_MS, &ids, &len, why,
 				sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
-			goto abort;
+			break;
 		}
-		if (len % sizeof(*all)) {
+		if (idents_add(&all, &nall, ids, len)) {
 			fprintf(stderr, "ibckpt: reacquire: process %u: malformed identities\n",
 				j->p[i].pid);
-			free(ids);
-			goto abort;
-		}
-		if (len) {
-			struct ibckpt_ident *n = realloc(all, nall * sizeof(*all) + len);
-
-			if (!n) {
-				free(ids);
-				goto abort;
-			}
-			all = n;
-			memcpy(all + nall, ids, len);
-			nall += len / (uint32_t)sizeof(*all);
+			st = -1;
 		}
 		free(ids);
 	}
-	for (i = 0; i < j->n; i++) {
-		st = rchan_call(&j->p[i], IBCKPT_RMSG_REMAP, 0, all, nall * (uint32_t)sizeof(*all),
-				PHASE_MS, NULL, NULL, why, sizeof(why));
+	if (co) {
+		struct idents_merge m = { 0 };
+
+		if (xvote(co, "reacquire", st ? 1 : 0, "its reacquire failed", all,
+			  nall * sizeof(*all), COORD_GATHER, NULL, NULL, &v))
+			goto abort;	/* here or elsewhere: every node undoes its own */
+		st = coord_each(v.data, v.len, idents_of_node, &m);
+		coord_verdict_free(&v);
+		free(all);
+		all = m.all;
+		nall = m.n;
 		if (st) {
-			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
+			fprintf(stderr, "ibckpt: reacquire: the nodes' identities are malformed\n");
 			goto abort;
 		}
+	} else if (st) {
+		goto abort;
 	}
-	for (i = 0; i < j->n; i++) {
+	for (i = 0; i < j->n && !st; i++) {
+		st = rchan_call(&j->p[i], IBCKPT_RMSG_REMAP, 0, all, nall * (uint32_t)sizeof(*all),
+				PHASE_MS, NULL, NULL, why, sizeof(why));
+		if (st)
+			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
+	}
+	if (xvote(co, "remap", st ? 1 : 0, "its remap failed", NULL, 0, 0, NULL, NULL, NULL) || st)
+		goto abort;
+	for (i = 0; i < j->n && !st; i++) {
 		st = rchan_call(&j->p[i], IBCKPT_RMSG_GO, 0, NULL, 0, PHASE_MS, NULL, NULL, why,
 				sizeof(why));
-		if (st) {
+		if (st)
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
-			goto out;
-		}
 	}
+	/* not undone: a QP at RTS may have sent */
+	if (xvote(co, "go", st ? 1 : 0, "a GO failed", NULL, 0, 0, NULL, NULL, NULL) || st)
+		goto out;
 	*nids_out = nall;
 	rc = 0;
 out:
@@ -185,7 +230,8 @@ static int channels_of(const struct cli_snaps *l, struct rjob *j)
  * Return: 0, 1 (said), or 3 when requests were in flight (said; the job is
  * unchanged and a later freeze may find them arrived).
  */
-static int release_job(struct cli_job *job, const char *dir, const char *what)
+static int release_job(struct cli_job *job, const char *dir, const char *what,
+		       struct coord *co)
 {
 	struct cli_snaps l;
 	struct rjob j = { 0 };
@@ -195,37 +241,54 @@ static int release_job(struct cli_job *job, const char *dir, const char *what)
 	uint32_t nids;
 	int st;
 
-	if (cli_get_snapshots(job, &l, what))
-		return 1;
-	snaps = calloc(l.n, sizeof(*snaps));
-	if (!snaps) {
-		cli_snaps_free(&l);
+	if (cli_get_snapshots(job, &l, what)) {
+		xvote(co, "peers", 1, "it has no snapshot of its part", NULL, 0, 0, NULL, NULL,
+		      NULL);
 		return 1;
 	}
-	for (i = 0; i < l.n; i++)
-		snaps[i] = l.v[i].data;
-	st = peers_check(snaps, l.n, why, sizeof(why));
-	free(snaps);
-	if (st) {
-		fprintf(stderr, "ibckpt: %s: %s\n", what, why);
-		cli_snaps_free(&l);
-		return st == -2 ? 3 : 1;
+	if (co) {
+		/* every node's QPs with every node's: node 0 checks them all */
+		st = xvote_peers(co, &l);
+		if (st) {
+			cli_snaps_free(&l);
+			return st;
+		}
+	} else {
+		snaps = calloc(l.n, sizeof(*snaps));
+		if (!snaps) {
+			cli_snaps_free(&l);
+			return 1;
+		}
+		for (i = 0; i < l.n; i++)
+			snaps[i] = l.v[i].data;
+		st = peers_check(snaps, l.n, why, sizeof(why));
+		free(snaps);
+		if (st) {
+			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
+			cli_snaps_free(&l);
+			return st == -2 ? 3 : 1;
+		}
 	}
-	if (channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j)) {
-		cli_snaps_free(&l);
+	st = channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j);
+	cli_snaps_free(&l);
+	if (xvote(co, "channels", st, "cannot reach its processes' providers", NULL, 0, 0, NULL,
+		  NULL, NULL) || st) {
 		rjob_free(&j);
 		return 1;
 	}
-	cli_snaps_free(&l);
 	/* every process agrees first: a refusal then changes nothing anywhere */
-	for (i = 0; i < j.n; i++) {
+	for (i = 0; i < j.n && !failed; i++) {
 		st = rchan_call(&j.p[i], IBCKPT_RMSG_PREPARE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
 				PHASE_MS, NULL, NULL, why, sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
-			rjob_free(&j);
-			return 1;
+			failed++;
 		}
+	}
+	if (xvote(co, "prepare", failed ? 1 : 0, "a process refused its release", NULL, 0, 0,
+		  NULL, NULL, NULL) || failed) {
+		rjob_free(&j);
+		return 1;
 	}
 	for (i = 0; i < j.n; i++) {
 		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
@@ -236,9 +299,12 @@ static int release_job(struct cli_job *job, const char *dir, const char *what)
 			break;	/* what is released comes back: no more */
 		}
 	}
+	if (xvote(co, "release", failed ? 1 : 0, "a process's release failed", NULL, 0, 0, NULL,
+		  NULL, NULL))
+		failed++;
 	if (failed) {
 		/* nothing is left half-done: the ones released come back */
-		if (rjob_reacquire(&j, NULL, 0, &nids))
+		if (rjob_reacquire(&j, NULL, 0, &nids, co))
 			fprintf(stderr, "ibckpt: %s: and reacquiring in place failed: the job "
 				"stays released (ibckpt reacquire -D %s)\n", what, dir);
 		rjob_free(&j);
@@ -286,19 +352,24 @@ static int parse_map(const char *s, struct ibckpt_rdev_map **map, uint32_t *n)
 	return 0;
 }
 
-/* @hint: say how to retry if the job is left released (not for a restart: it kills it) */
-static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap,
-			 bool hint)
+/*
+ * Reacquire the processes of @j (loaded, not opened), of checkpoint @dir.
+ * @hint: say how to retry if the job is left released (not for a restart:
+ * it kills it). @co: a job on several nodes, the others reacquire too.
+ */
+static int reacquire_job(struct rjob *j, const char *dir, const struct ibckpt_rdev_map *map,
+			 uint32_t nmap, bool hint, struct coord *co)
 {
-	struct rjob j = { 0 };
 	uint32_t nids = 0;
-	int rc = 1;
+	int rc = 1, st;
 
 	ckpt_timing(NULL);
 	rjob_undone = false;
-	if (job_load(dir, &j) || rjob_open(&j))
-		goto out;
-	if (rjob_reacquire(&j, map, nmap, &nids)) {
+	st = rjob_open(j);
+	if (xvote(co, "open", st ? 1 : 0, "cannot reach its processes' providers", NULL, 0, 0,
+		  NULL, NULL, NULL) || st)
+		return 1;
+	if (rjob_reacquire(j, map, nmap, &nids, co)) {
 		if (rjob_undone && hint)
 			fprintf(stderr, "ibckpt: the job is released as it was before this "
 				"reacquire: ibckpt reacquire -D %s [--map ...] tries again\n", dir);
@@ -306,15 +377,26 @@ static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uin
 	}
 	ckpt_timing("reacquire");
 	if (json) {
-		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j.n, nids);
+		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j->n, nids);
 		json_str(stdout, dir);
 		printf("}\n");
 	} else {
-		printf("%u process%s reacquired, %u identities exchanged\n", j.n,
-		       j.n == 1 ? "" : "es", nids);
+		printf("%u process%s reacquired, %u identities exchanged\n", j->n,
+		       j->n == 1 ? "" : "es", nids);
 	}
 	rc = 0;
 out:
+	return rc;
+}
+
+static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap,
+			 bool hint)
+{
+	struct rjob j = { 0 };
+	int rc = 1;
+
+	if (!job_load(dir, &j))
+		rc = reacquire_job(&j, dir, map, nmap, hint, NULL);
 	rjob_free(&j);
 	return rc;
 }
@@ -347,7 +429,7 @@ int cmd_release(int argc, char **argv)
 		goto usage;
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot release %s", desc);
-	return release_job(&job, dir, what);
+	return release_job(&job, dir, what, NULL);
 usage:
 	fprintf(stderr, "usage: ibckpt release -D DIR " CLI_JOB_USAGE " | --id SESSION\n");
 	return 2;
@@ -358,11 +440,13 @@ usage:
  * Return: 0, or 2 (said; *map freed).
  */
 static int dir_map_args(int argc, char **argv, const char *name, const char **dir,
-			struct ibckpt_rdev_map **map, uint32_t *nmap)
+			struct ibckpt_rdev_map **map, uint32_t *nmap, struct coord_opts *xo)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
 		{ "map", required_argument, NULL, 'm' },
+		XNODE_OPTIONS,
+		{ "part", required_argument, NULL, XNODE_OPT_PART },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -371,28 +455,135 @@ static int dir_map_args(int argc, char **argv, const char *name, const char **di
 	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
 		if (c == 'D')
 			*dir = optarg;
-		else if (c != 'm' || parse_map(optarg, map, nmap))
+		else if (c == 'm' ? parse_map(optarg, map, nmap) : xnode_opt(c, optarg, xo) <= 0)
 			goto usage;
 	}
-	if (*dir && optind == argc)
+	if (*dir && optind == argc && !xnode_finish(xo))
 		return 0;
 usage:
 	free(*map);
 	*map = NULL;
-	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...]\n", name);
+	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...] [" XNODE_USAGE
+		" [--part P]...]\n", name);
 	return 2;
+}
+
+/*
+ * The parts of DIR this node takes: DIR itself for a job on one node, DIR/part.P
+ * for each P of --part (default: this node's rank) for a job on several.
+ * Return: 0, or -1 (said).
+ */
+static int parts_of(const char *dir, const struct coord_opts *xo, struct rpart **parts,
+		    unsigned int *n, unsigned int *nparts)
+{
+	unsigned int i, total = 0;
+	int st = nodes_load(dir, &total);
+
+	*parts = NULL;
+	*n = 0;
+	if (st < 0)
+		return -1;
+	if (st > 0 && xo->n) {
+		fprintf(stderr, "ibckpt: %s: the checkpoint of a job on one node: no --node\n",
+			dir);
+		return -1;
+	}
+	if (st == 0 && !xo->n) {
+		fprintf(stderr, "ibckpt: %s: the checkpoint of a job on %u nodes: run this on each "
+			"with --node RANK/N --run ID (restart.rst)\n", dir, total);
+		return -1;
+	}
+	*nparts = xo->n ? total : 1;
+	*n = xo->n ? (xo->nparts ? xo->nparts : 1) : 1;
+	*parts = calloc(*n, sizeof(**parts));
+	if (!*parts)
+		return -1;
+	for (i = 0; i < *n; i++) {
+		struct rpart *p = &(*parts)[i];
+
+		p->lock = -1;
+		p->part = xo->n ? (xo->nparts ? xo->part[i] : xo->rank) : 0;
+		if (xo->n && p->part >= total) {
+			fprintf(stderr, "ibckpt: %s: no part %u: the job had %u nodes\n", dir,
+				p->part, total);
+			return -1;
+		}
+		if (xo->n)
+			part_dir(p->dir, sizeof(p->dir), dir, p->part);
+		else
+			snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	}
+	return 0;
+}
+
+static void parts_free(struct rpart *parts, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; parts && i < n; i++) {
+		if (parts[i].lock >= 0)
+			close(parts[i].lock);
+		rjob_free(&parts[i].j);
+	}
+	free(parts);
+}
+
+/* Every part's processes, in one job @all (its channels not opened). */
+static int parts_job(const struct rpart *parts, unsigned int n, struct rjob *all)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < n; i++)
+		for (k = 0; k < parts[i].j.n; k++)
+			if (rjob_add(all, parts[i].j.p[k].pid, parts[i].j.p[k].cmd_fd,
+				     parts[i].j.p[k].reply_fd))
+				return -1;
+	return 0;
+}
+
+/* With @xo: a coordination in @dir, in @cs; NULL without. */
+static struct coord *coord_of(const char *dir, const struct coord_opts *xo, struct coord *cs)
+{
+	if (!xo->n)
+		return NULL;
+	if (coord_open(cs, dir, xo))
+		return (struct coord *)-1;
+	return cs;
 }
 
 int cmd_reacquire(int argc, char **argv)
 {
 	struct ibckpt_rdev_map *map = NULL;
+	struct coord_opts xo = { 0 };
+	struct rpart *parts = NULL;
+	struct rjob all = { 0 };
+	unsigned int n = 0, total, i;
 	const char *dir = NULL;
+	struct coord cs, *co;
 	uint32_t nmap = 0;
-	int rc;
+	int rc = 1, st = 0;
 
-	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap))
+	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &xo))
 		return 2;
-	rc = reacquire_dir(dir, map, nmap, true);
+	co = coord_of(dir, &xo, &cs);
+	if (co == (struct coord *)-1)
+		goto out;
+	if (!co) {
+		rc = reacquire_dir(dir, map, nmap, true);
+		goto out;
+	}
+	st = parts_of(dir, &xo, &parts, &n, &total);
+	for (i = 0; !st && i < n; i++)
+		st = job_load(parts[i].dir, &parts[i].j);
+	if (!st)
+		st = parts_job(parts, n, &all);
+	if (xvote(co, "loaded", st ? 1 : 0, "cannot read its part of the checkpoint", NULL, 0,
+		  0, NULL, NULL, NULL) || st)
+		goto out;
+	rc = reacquire_job(&all, dir, map, nmap, true, co);
+out:
+	rjob_free(&all);
+	parts_free(parts, n);
 	free(map);
 	return rc;
 }
@@ -436,7 +627,7 @@ static int thaw_session(uint64_t id)
  * released job's gates stay closed. Return: release_job()'s, or 1.
  */
 static int freeze_release(struct cli_job *job, const char *dir, const char *what,
-			  const char *timeout, uint64_t *session)
+			  const char *timeout, uint64_t *session, struct coord *co)
 {
 	struct cli_job by_id = { 0 };
 	struct cli_sessions l = { 0 };
@@ -456,22 +647,31 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	rc = cmd_freeze(fargc, fargv);
 	ckpt_timing("freeze");
 	json = saved_json;
-	if (rc)
-		return 1;
-	if (ibnl_open(&n, 0))
-		return 1;
-	err = cli_get_sessions(&n, job, &l, ext, sizeof(ext));
-	ibnl_close(&n);
-	cli_job_close();
-	if (err || l.n != 1) {
-		fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
+	if (!rc && ibnl_open(&n, 0))
+		rc = 1;
+	else if (!rc) {
+		err = cli_get_sessions(&n, job, &l, ext, sizeof(ext));
+		ibnl_close(&n);
+		cli_job_close();
+		if (err || l.n != 1) {
+			fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
+			rc = 1;
+		} else {
+			by_id.session = *session = l.v[0].id;
+		}
 		free(l.v);
+	}
+	/* a job on several nodes: every node's part quiesced before any is released */
+	if (xvote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL)) {
+		if (!rc)
+			thaw_session(by_id.session);
 		return 1;
 	}
-	by_id.session = *session = l.v[0].id;
-	free(l.v);
+	if (rc)
+		return 1;
+	ckpt_timing("frozen");
 	json = 0;
-	rc = release_job(&by_id, dir, what);
+	rc = release_job(&by_id, dir, what, co);
 	ckpt_timing("release");
 	if (thaw_session(by_id.session))
 		rc = 1;
@@ -497,19 +697,89 @@ static int dump_root(const struct cli_job *job, unsigned int *root)
 	return -1;
 }
 
+/* A checkpoint into @dir used before is not whole until it is written again. */
+static int done_remove(const char *dir)
+{
+	char done[4200];
+
+	snprintf(done, sizeof(done), "%s/" DONE_FILE, dir);
+	if (unlink(done) && errno != ENOENT) {
+		fprintf(stderr, "ibckpt: %s: %s\n", done, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void ckpt_report(const char *desc, const char *dir, uint64_t session,
+			const struct coord *co)
+{
+	if (json) {
+		printf("{\"checkpointed\":true,\"session\":%llu,\"left_running\":false,",
+		       (unsigned long long)session);
+		if (co)
+			printf("\"node\":%u,\"nodes\":%u,", co->rank, co->n);
+		printf("\"dir\":");
+		json_str(stdout, dir);
+		printf("}\n");
+	} else if (co) {
+		printf("%s: node %u of %u: checkpoint %s written; the job is gone\n", desc,
+		       co->rank, co->n, dir);
+	} else {
+		printf("%s: checkpoint %s written; the job is gone\n", desc, dir);
+	}
+}
+
+/*
+ * The dump of a job on several nodes: each node's criu, then a barrier in
+ * criu's post-dump action (this ibckpt, run by criu: nodes.c), before criu kills the
+ * dumped tree: on a failure anywhere every criu leaves its tree running
+ * (restart.rst). A node whose criu failed before its action votes here.
+ * Return: 0 if every node dumped, else 1.
+ */
+static int dump_nodes(const char *part, unsigned int root, struct coord *co)
+{
+	char phase[80], action[4400];
+	struct coord_verdict v;
+	int rc, st;
+
+	snprintf(phase, sizeof(phase), "dumped.%u", ++co->seq);
+	rc = xnode_action(co, phase, action, sizeof(action)) || criu_dump(part, root, action);
+	xnode_action_clear();
+	st = coord_verdict_get(co, phase, &v);
+	if (st == 0) {
+		/* criu failed before its post-dump action: this node votes */
+		if (!rc)
+			fprintf(stderr, "ibckpt: criu dumped without its post-dump action\n");
+		coord_verdict_free(&v);
+		st = coord_vote(co, phase, 1, "its criu dump failed", NULL, 0, 0, NULL, NULL, &v);
+		st = st ? -1 : 1;
+	}
+	if (st < 0 || v.code) {
+		if (v.by != co->rank || !rc)
+			fprintf(stderr, "ibckpt: node %u: %s\n", v.by, v.why);
+		coord_verdict_free(&v);
+		return 1;
+	}
+	coord_verdict_free(&v);
+	return rc ? 1 : 0;
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
 		{ "leave-running", no_argument, NULL, 'L' },
 		{ "timeout", required_argument, NULL, 't' },
+		XNODE_OPTIONS,
 		CLI_JOB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	char what[320], desc[288];
-	const char *dir = NULL, *timeout = "10000";
+	char what[320], desc[288], pdir[4200];
+	const char *dir = NULL, *timeout = "10000", *part;
 	struct cli_job job = { 0 }, by_id = { 0 };
 	int c, err, leave = 0, saved_json = json, rc, attempt;
+	struct coord_opts xo = { 0 };
+	struct coord cs, *co = NULL;
 	unsigned int root = 0;
 	struct rjob j = { 0 };
 
@@ -528,24 +798,38 @@ int cmd_checkpoint(int argc, char **argv)
 			timeout = optarg;
 			break;
 		default:
+			err = xnode_opt(c, optarg, &xo);
+			if (err < 0)
+				goto usage;
+			if (err)
+				break;
 			err = cli_job_opt(c, optarg, &job);
 			if (err <= 0)
 				goto usage;
 		}
 	}
-	if (!dir || cli_job_finish(&job, argc, argv, optind, 0))
+	if (!dir || cli_job_finish(&job, argc, argv, optind, 0) || xnode_finish(&xo))
 		goto usage;
-	if (!leave && dump_root(&job, &root))
+	part = dir;
+	if (xo.n) {
+		/* DIR is every node's: this node's part is DIR/part.RANK */
+		if (dir_make(dir) || coord_open(&cs, dir, &xo))
+			return 1;
+		co = &cs;
+		part_dir(pdir, sizeof(pdir), dir, xo.rank);
+		part = pdir;
+	}
+	if (!leave && dump_root(&job, &root)) {
+		xvote(co, "start", 1, "the job's leader is gone", NULL, 0, 0, NULL, NULL, NULL);
 		return 1;
+	}
 	/* a checkpoint into a directory used before is not whole until it is written again */
 	if (!leave) {
-		char done[4200];
-
-		snprintf(done, sizeof(done), "%s/" DONE_FILE, dir);
-		if (unlink(done) && errno != ENOENT) {
-			fprintf(stderr, "ibckpt: %s: %s\n", done, strerror(errno));
+		rc = done_remove(part) || (co && !co->rank && (nodes_save(dir, co->n) ||
+							      done_remove(dir)));
+		if (xvote(co, "start", rc, "cannot write its part of the checkpoint", NULL, 0, 0,
+			  NULL, NULL, NULL) || rc)
 			return 1;
-		}
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot checkpoint %s", desc);
@@ -553,10 +837,10 @@ int cmd_checkpoint(int argc, char **argv)
 	/*
 	 * Freeze, detached from this command (the steps below are separate
 	 * calls), and release; requests still in flight between two QPs are
-	 * waited out by freezing again a little later.
+	 * waited out by freezing again a little later (on every node alike).
 	 */
 	for (attempt = 1;; attempt++) {
-		rc = freeze_release(&job, dir, what, timeout, &by_id.session);
+		rc = freeze_release(&job, part, what, timeout, &by_id.session, co);
 		if (rc != 3 || attempt == CHECKPOINT_TRIES)
 			break;
 		fprintf(stderr, "ibckpt: %s: trying again (%d of %d)\n", what, attempt + 1,
@@ -567,24 +851,40 @@ int cmd_checkpoint(int argc, char **argv)
 		return 1;
 	if (!leave) {
 		/* criu seizes the threads; none is inside a verb, each verb waits at a gate */
-		rc = job_load(dir, &j) || wait_unregistered(&j) || tree_save(dir, (pid_t)root) ||
-		     criu_dump(dir, root) || write_file(dir, DONE_FILE, "", 0);
+		rc = job_load(part, &j) || wait_unregistered(&j) || tree_save(part, (pid_t)root);
 		rjob_free(&j);
-		if (!rc) {
-			if (json) {
-				printf("{\"checkpointed\":true,\"session\":%llu,\"left_running\":false,"
-				       "\"dir\":", (unsigned long long)by_id.session);
-				json_str(stdout, dir);
-				printf("}\n");
-			} else {
-				printf("%s: checkpoint %s written; the job is gone\n", desc, dir);
+		if (co) {
+			if (xvote(co, "predump", rc, "its job cannot be dumped", NULL, 0, 0, NULL,
+				  NULL, NULL))
+				rc = 1;
+			if (!rc)
+				rc = dump_nodes(part, root, co);
+		} else if (!rc) {
+			rc = criu_dump(part, root, NULL);
+		}
+		if (!rc)
+			rc = write_file(part, DONE_FILE, "", 0);
+		if (co) {
+			/* the parts are whole: node 0 marks the checkpoint whole */
+			if (!xvote(co, "written", rc, "cannot complete its part", NULL, 0, 0, NULL,
+				   NULL, NULL) && !co->rank && write_file(dir, DONE_FILE, "", 0))
+				rc = 1;
+			if (!rc) {
+				ckpt_report(desc, dir, by_id.session, co);
+				return 0;
 			}
+			/* the dump may have failed after a node's criu killed its part */
+			fprintf(stderr, "ibckpt: %s: %s is not a whole checkpoint\n", what, dir);
+		}
+		if (!rc) {
+			ckpt_report(desc, dir, by_id.session, co);
 			return 0;
 		}
 		fprintf(stderr, "ibckpt: %s: the job is reacquired and runs on\n", what);
 	}
 	json = 0;
-	rc = reacquire_dir(dir, NULL, 0, true);
+	rc = job_load(part, &j) ? 1 : reacquire_job(&j, part, NULL, 0, true, co);
+	rjob_free(&j);
 	json = saved_json;
 	if (rc || !leave)
 		return 1;
@@ -599,7 +899,7 @@ int cmd_checkpoint(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: ibckpt checkpoint -D DIR [--leave-running] [--timeout MS] "
-		CLI_JOB_USAGE "\n");
+		"[" XNODE_USAGE "] " CLI_JOB_USAGE "\n");
 	return 2;
 }
 
@@ -653,57 +953,169 @@ static int devices_present(const char *dir, const struct rjob *j,
 	return 0;
 }
 
+/*
+ * Can @p be restored here? Its job, a whole checkpoint by a trusted hand,
+ * no restart of it under way (its lock is taken and kept), its pids free,
+ * its devices present. Return: 0, or -1 (said).
+ */
+static int part_check(struct rpart *p, const struct ibckpt_rdev_map *map, uint32_t nmap)
+{
+	char path[4300];
+	unsigned int i;
+
+	if (job_load(p->dir, &p->j))
+		return -1;
+	/* criu restores, as root, what the images say: nobody else may have written them */
+	if (dir_trusted(p->dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/" DONE_FILE, p->dir);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "ibckpt: %s: an incomplete checkpoint (no %s): not restarted\n",
+			p->dir, DONE_FILE);
+		return -1;
+	}
+	/* one restart of a directory at a time; the lock goes with this command */
+	snprintf(path, sizeof(path), "%s/" JOB_FILE, p->dir);
+	p->lock = open(path, O_RDONLY | O_CLOEXEC);
+	if (p->lock < 0 || flock(p->lock, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "ibckpt: %s: %s\n", p->dir, p->lock < 0 ? strerror(errno) :
+			"being restarted by another ibckpt");
+		return -1;
+	}
+	for (i = 0; i < p->j.n; i++) {
+		if (pid_taken((pid_t)p->j.p[i].pid)) {
+			fprintf(stderr, "ibckpt: process %u exists: the job still runs, or its pid "
+				"is taken (criu restores the same pids)\n", p->j.p[i].pid);
+			return -1;
+		}
+	}
+	if (tree_taken(p->dir))	/* the processes without a provider too */
+		return -1;
+	if (devices_present(p->dir, &p->j, map, nmap))
+		return -1;
+	snprintf(path, sizeof(path), "%s/" CRIU_DIR, p->dir);
+	return dir_trusted(path);
+}
+
+/* Node 0, at a restart on several nodes: is every part restored by exactly one node? */
+struct parts_cover {
+	unsigned int total;
+	unsigned char *by;	/* per part: 0, or its node + 1 */
+	char *why;
+	size_t whylen;
+};
+
+static int cover_node(void *arg, unsigned int rank, const void *data, size_t len)
+{
+	struct parts_cover *c = arg;
+	const uint32_t *part = data;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*part); i++) {
+		if (part[i] >= c->total || c->by[part[i]]) {
+			snprintf(c->why, c->whylen, "part %u is restored by node %u and node %u",
+				 part[i], part[i] < c->total ? c->by[part[i]] - 1u : rank, rank);
+			return 1;
+		}
+		c->by[part[i]] = (unsigned char)(rank + 1 > 255 ? 255 : rank + 1);
+	}
+	return 0;
+}
+
+static int parts_cover(void *arg, const void *votes, size_t len, char *why, size_t whylen)
+{
+	struct parts_cover c = { .total = *(const unsigned int *)arg, .why = why,
+				 .whylen = whylen };
+	unsigned int i;
+	int rc;
+
+	c.by = calloc(c.total, 1);
+	if (!c.by) {
+		snprintf(why, whylen, "out of memory");
+		return 1;
+	}
+	rc = coord_each(votes, len, cover_node, &c);
+	for (i = 0; !rc && i < c.total; i++) {
+		if (!c.by[i]) {
+			snprintf(why, whylen, "no node restores part %u (--part)", i);
+			rc = 1;
+		}
+	}
+	free(c.by);
+	return rc;
+}
+
+/* Remove what this node restored of a restart that failed. */
+static void parts_kill(const char *dir, struct rpart *parts, unsigned int n)
+{
+	unsigned int i;
+	int killed;
+
+	for (i = 0; i < n; i++) {
+		if (!parts[i].restored)
+			continue;
+		killed = kill_restored(parts[i].root, &parts[i].j);
+		if (killed >= 0)
+			fprintf(stderr, "ibckpt: cannot restart %s: the restored job was killed (%d "
+				"processes); %s is unchanged and can be restarted again\n",
+				parts[i].dir, killed, dir);
+		else
+			fprintf(stderr, "ibckpt: cannot restart %s: the restored job could not be "
+				"killed entirely (above); %s is unchanged and can be restarted "
+				"again once those processes are gone\n", parts[i].dir, dir);
+	}
+}
+
 int cmd_restart(int argc, char **argv)
 {
 	struct ibckpt_rdev_map *map = NULL;
-	struct rjob j = { 0 };
-	char path[4200];
+	struct coord_opts xo = { 0 };
+	struct rpart *parts = NULL;
+	struct rjob all = { 0 };
 	const char *dir = NULL;
-	uint32_t nmap = 0;
-	unsigned int i;
-	int rc = 1, saved_json, lock = -1, killed;
-	pid_t root;
+	struct coord cs, *co;
+	char path[4200];
+	uint32_t nmap = 0, mine[COORD_MAX_PARTS];
+	unsigned int i, n = 0, total = 0;
+	int rc = 1, saved_json, st;
 
-	if (dir_map_args(argc, argv, "restart", &dir, &map, &nmap))
+	if (dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &xo))
 		return 2;
-	if (job_load(dir, &j))
+	co = coord_of(dir, &xo, &cs);
+	if (co == (struct coord *)-1)
 		goto out;
-	/* criu restores, as root, what the images say: nobody else may have written them */
-	if (dir_trusted(dir))
-		goto out;
-	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
-	if (access(path, F_OK)) {
-		fprintf(stderr, "ibckpt: %s: an incomplete checkpoint (no %s): not restarted\n",
-			dir, DONE_FILE);
-		goto out;
-	}
-	/* one restart of a directory at a time; the lock goes with this command */
-	snprintf(path, sizeof(path), "%s/" JOB_FILE, dir);
-	lock = open(path, O_RDONLY | O_CLOEXEC);
-	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB)) {
-		fprintf(stderr, "ibckpt: %s: %s\n", dir, lock < 0 ? strerror(errno) :
-			"being restarted by another ibckpt");
-		goto out;
-	}
-	for (i = 0; i < j.n; i++) {
-		if (!kill((pid_t)j.p[i].pid, 0) || errno == EPERM) {
-			fprintf(stderr, "ibckpt: process %u exists: the job still runs, or its pid "
-				"is taken (criu restores the same pids)\n", j.p[i].pid);
-			goto out;
+	st = parts_of(dir, &xo, &parts, &n, &total);
+	if (!st && co) {
+		/* the job of several nodes: whole only if node 0 marked it so */
+		snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
+		st = dir_trusted(dir);
+		if (!st && access(path, F_OK)) {
+			fprintf(stderr, "ibckpt: %s: an incomplete checkpoint (no %s): not "
+				"restarted\n", dir, DONE_FILE);
+			st = -1;
 		}
 	}
-	if (tree_taken(dir))	/* the processes without a provider too */
+	for (i = 0; !st && i < n; i++) {
+		st = part_check(&parts[i], map, nmap);
+		mine[i] = parts[i].part;
+	}
+	if (xvote(co, "checked", st ? 1 : 0, "its part cannot be restored here", mine,
+		  st ? 0 : n * sizeof(mine[0]), 0, parts_cover, &total, NULL) || st)
 		goto out;
-	if (devices_present(dir, &j, map, nmap))
+	for (i = 0; !st && i < n; i++) {
+		st = criu_restore(parts[i].dir, &parts[i].root);
+		parts[i].restored = !st;
+	}
+	if (!st)
+		st = parts_job(parts, n, &all);
+	if (xvote(co, "restored", st ? 1 : 0, "its criu restore failed", NULL, 0, 0, NULL, NULL,
+		  NULL) || st) {
+		parts_kill(dir, parts, n);
 		goto out;
-	snprintf(path, sizeof(path), "%s/" CRIU_DIR, dir);
-	if (dir_trusted(path))
-		goto out;
-	if (criu_restore(dir, &root))
-		goto out;
+	}
 	saved_json = json;
 	json = 0;
-	rc = reacquire_dir(dir, map, nmap, false);
+	rc = reacquire_job(&all, dir, map, nmap, false, co);
 	json = saved_json;
 	if (rc) {
 		/*
@@ -711,30 +1123,27 @@ int cmd_restart(int argc, char **argv)
 		 * forever): the restored job goes, and the checkpoint, which
 		 * neither criu nor the reacquire changed, can be restarted again.
 		 */
-		killed = kill_restored(root, &j);
-		if (killed >= 0)
-			fprintf(stderr, "ibckpt: cannot restart %s: its reacquire failed (above) "
-				"after criu restored it; the restored job was killed (%d "
-				"processes); %s is unchanged and can be restarted again\n", dir,
-				killed, dir);
-		else
-			fprintf(stderr, "ibckpt: cannot restart %s: its reacquire failed (above) "
-				"after criu restored it, and the restored job could not be "
-				"killed entirely (above); %s is unchanged and can be restarted "
-				"again once those processes are gone\n", dir, dir);
+		fprintf(stderr, "ibckpt: cannot restart %s: its reacquire failed (above) after "
+			"criu restored it\n", dir);
+		parts_kill(dir, parts, n);
 		goto out;
 	}
 	if (json) {
-		printf("{\"restarted\":%u,\"dir\":", j.n);
+		printf("{\"restarted\":%u,", all.n);
+		if (co)
+			printf("\"node\":%u,\"nodes\":%u,", co->rank, co->n);
+		printf("\"dir\":");
 		json_str(stdout, dir);
 		printf("}\n");
+	} else if (co) {
+		printf("node %u of %u: %u process%s restarted from %s\n", co->rank, co->n, all.n,
+		       all.n == 1 ? "" : "es", dir);
 	} else {
-		printf("%u process%s restarted from %s\n", j.n, j.n == 1 ? "" : "es", dir);
+		printf("%u process%s restarted from %s\n", all.n, all.n == 1 ? "" : "es", dir);
 	}
 out:
-	if (lock >= 0)
-		close(lock);
-	rjob_free(&j);
+	rjob_free(&all);
+	parts_free(parts, n);
 	free(map);
 	return rc;
 }

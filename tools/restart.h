@@ -8,9 +8,11 @@
 #ifndef IBCKPT_TOOLS_RESTART_H
 #define IBCKPT_TOOLS_RESTART_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "cli.h"
+#include "coord.h"
 #include "rchan.h"
 
 #define JOB_FILE	"ibckpt-job"
@@ -27,6 +29,16 @@ struct rjob {
 	unsigned int n;
 };
 
+/* One part of a checkpoint a restart takes: DIR, or DIR/part.P of a job on several nodes. */
+struct rpart {
+	char dir[4200];
+	unsigned int part;
+	struct rjob j;
+	int lock;		/* held while the restart runs */
+	pid_t root;		/* criu's restored root */
+	bool restored;
+};
+
 /* ckptdir.c */
 void rjob_close(struct rjob *j);
 void rjob_free(struct rjob *j);
@@ -41,12 +53,35 @@ void ckpt_timing(const char *phase);
 
 /* criu.c */
 int wait_unregistered(const struct rjob *j);
-int criu_dump(const char *dir, unsigned int root);
+int criu_dump(const char *dir, unsigned int root, const char *action);
 int criu_restore(const char *dir, pid_t *root);
 
 /* killtree.c */
 int kill_restored(pid_t root, const struct rjob *j);
 int tree_save(const char *dir, pid_t root);
 int tree_taken(const char *dir);
+bool pid_taken(pid_t pid);
+
+/* nodes.c: a job on several nodes (restart.rst) */
+#define NODES_FILE	"ibckpt-nodes"	/* DIR of a job on several nodes: how many */
+#define NODES_MAGIC	"ibckpt-nodes 1"
+#define PART_PREFIX	"part."		/* DIR/part.P: node P's part, a checkpoint of its own */
+enum { XNODE_OPT_NODE = 0x2000, XNODE_OPT_RUN, XNODE_OPT_TIMEOUT, XNODE_OPT_PART };
+#define XNODE_OPTIONS \
+	{ "node", required_argument, NULL, XNODE_OPT_NODE }, \
+	{ "run", required_argument, NULL, XNODE_OPT_RUN }, \
+	{ "node-timeout", required_argument, NULL, XNODE_OPT_TIMEOUT }
+#define XNODE_USAGE	"--node RANK/N --run ID [--node-timeout MS]"
+int xnode_opt(int c, const char *arg, struct coord_opts *o);
+int xnode_finish(struct coord_opts *o);
+int xvote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
+	  size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
+	  struct coord_verdict *out);
+int xvote_peers(struct coord *co, const struct cli_snaps *l);
+void part_dir(char *buf, size_t len, const char *dir, unsigned int part);
+int nodes_save(const char *dir, unsigned int n);
+int nodes_load(const char *dir, unsigned int *n);
+int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len);
+void xnode_action_clear(void);
 
 #endif

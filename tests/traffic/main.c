@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -152,6 +153,11 @@ static int tcp_accept(const struct topts *o)
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int l, fd, one = 1;
 
+	if (o->listen && inet_pton(AF_INET, o->listen, &a.sin_addr) != 1) {
+		fprintf(stderr, "ibtraffic[server]: -b %s: not an IPv4 address\n", o->listen);
+		return -1;
+	}
+
 	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0)
 		return -1;
@@ -215,8 +221,9 @@ static void usage(int rc)
 	fprintf(rc ? stderr : stdout,
 		"usage: ibtraffic -s|-c HOST [-d DEV] [-g GID_INDEX] [-i IB_PORT] [-p TCP_PORT]\n"
 		"                 [-q QPS] [-w WINDOW] [-m MSG_SIZE] [-t SECONDS] [-n OPS]\n"
-		"                 [-P PROGRESS_SECONDS] [-L N] [-Q]\n"
+		"                 [-P PROGRESS_SECONDS] [-L N] [-Q] [-b ADDR]\n"
 		"  -s            server: receive, verify, acknowledge (sleeps on CQ events)\n"
+		"  -b ADDR       server: listen on IPv4 ADDR (default 127.0.0.1)\n"
 		"  -c HOST       client: drive traffic, busy-polling (HOST: the side channel)\n"
 		"  -q QPS        RC QPs (default 8); -w data messages in flight per QP (16)\n"
 		"  -m MSG_SIZE   bytes per message buffer, multiple of 64, 128..8192 (1024)\n"
@@ -234,7 +241,7 @@ static int parse(int argc, char **argv, struct topts *o)
 
 	*o = (struct topts){ .dev = "rxe0", .ib_port = 1, .tcp_port = 18515, .nqp = 8,
 			     .window = 16, .msg_size = 1024, .max_unanswered = 2 };
-	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:L:Qh")) != -1) {
+	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:L:Qb:h")) != -1) {
 		switch (c) {
 		case 's': o->server = true; break;
 		case 'c': o->host = optarg; break;
@@ -250,6 +257,7 @@ static int parse(int argc, char **argv, struct topts *o)
 		case 'P': o->progress = atof(optarg); break;
 		case 'L': o->max_unanswered = strtoull(optarg, NULL, 0); break;
 		case 'Q': o->quiet = true; break;
+		case 'b': o->listen = optarg; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}

@@ -36,6 +36,7 @@ struct tmsg {
 struct topts {
 	bool server;
 	const char *host;	/* client: server to connect to */
+	const char *listen;	/* server: the address to listen on (loopback) */
 	const char *dev;
 	int gid_index;
 	int ib_port;

@@ -7,7 +7,7 @@
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 IBCKPT_DEBUG=1 ibv_devices > "$T/out" 2> "$T/err"
 cat "$T/err"
-grep -q 'ibckpt: provider registered (rdma-core 44)' "$T/err" || fail "provider did not register"
+grep -q "ibckpt: provider $(cat VERSION) registered (rdma-core 44)" "$T/err" || fail "provider did not register (with its version)"
 expect_eq 2 "$(grep -c 'stacked on provider rxe' "$T/err")" "devices stacked"
 grep -q 'vendor provider "rxe" in .*/librxe-rdmav34.so' "$T/err" || fail "vendor not named"
 grep -q rxe1 "$T/out" || fail "rxe1 not listed"

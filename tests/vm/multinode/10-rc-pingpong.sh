@@ -1,17 +1,19 @@
 #!/bin/bash
 # Two nodes, one link (tests/vm/run --nodes 2): unmodified ibv_rc_pingpong,
 # server on node 0 and client on node 1, both through the ibckpt provider, is
-# frozen on both nodes at once 5 times while it runs. Each node freezes its
-# own process (`ibckpt freeze --persist`), the nodes meet, both `ibckpt
-# status` say frozen and the QP's PSNs stand still, the nodes meet again,
-# each thaws, and the PSNs move again. Both sides then finish with exit 0 and
+# frozen as one job 20 times while it runs. Each node freezes its own
+# process with `ibckpt freeze --node R/2` (restart.rst, "A job on several
+# nodes"), which returns only once both parts are quiesced; both `ibckpt
+# status` say frozen and the QP's PSNs stand still, the nodes meet, each
+# thaws (`ibckpt thaw --node R/2`), and the PSNs move again. Both sides then finish with exit 0 and
 # their own success line. Then the same with perftest's ib_write_bw. Nodes
 # beyond the first two only take part in the barriers.
 # vm-timeout: 600
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
-CYCLES=${IBCKPT_CYCLES:-5}
+CYCLES=${IBCKPT_CYCLES:-20}
+RV=$IBCKPT_SHARED/rendezvous	# where the nodes' ibckpt meet
 SERVER_IP=$(node_ip 0) || fail "no address for node 0"
 me=node$IBCKPT_NODE
 mine() { node_is 0 || node_is 1; }	# this node runs a side
@@ -64,11 +66,10 @@ cycle_pair() {
 		if mine; then
 			kill -0 "$pid" 2> /dev/null ||
 				fail "$name: ended before freeze $c of $CYCLES (give it more iterations): $(cat "$T/$name.out")"
-			ibckpt freeze --timeout 10000 --persist 30 "$pid" > "$T/f" 2> "$T/e" ||
+			ibckpt freeze --timeout 10000 --persist 30 -D "$RV" --node "$IBCKPT_NODE/2" \
+				--run "$name.freeze.$c" "$pid" > "$T/f" 2> "$T/e" ||
 				fail "$name: $me: freeze $c: $(cat "$T/e" "$T/f")"
-		fi
-		node_barrier "$name.frozen.$c"
-		if mine; then
+			# both parts are frozen once it returns: no barrier of ours
 			ibckpt status "$pid" > "$T/s" 2>&1
 			grep -q "process group $pid: frozen" "$T/s" ||
 				fail "$name: $me: not frozen in cycle $c: $(cat "$T/s")"
@@ -82,7 +83,8 @@ cycle_pair() {
 			echo "$name: cycle $c: node1 $(node_get "$name.status.$c.node1")"
 		fi
 		if mine; then
-			ibckpt thaw "$pid" > "$T/t" 2>&1 || fail "$name: $me: thaw $c: $(cat "$T/t")"
+			ibckpt thaw -D "$RV" --node "$IBCKPT_NODE/2" --run "$name.thaw.$c" "$pid" \
+				> "$T/t" 2>&1 || fail "$name: $me: thaw $c: $(cat "$T/t")"
 		fi
 		node_barrier "$name.thawed.$c"
 		if mine; then
@@ -128,10 +130,10 @@ cycle_pair() {
 	node_barrier "$name.done" 400
 }
 
-cycle_pair rc_pingpong "^${PP_ITERS:=1500} iters in [0-9.]+ seconds" \
+cycle_pair rc_pingpong "^${PP_ITERS:=6000} iters in [0-9.]+ seconds" \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS" -- \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS"
-cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=40000} +[0-9.]+ +[0-9.]+" \
+cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=160000} +[0-9.]+ +[0-9.]+" \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS" -- \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS"
 pass
