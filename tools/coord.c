@@ -15,6 +15,7 @@
  * without a verdict (node 0 is gone) writes a failed one the same way, and
  * then every node reads the same outcome, whichever was first.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,13 +82,16 @@ int coord_run_id(const char *s)
 	return 0;
 }
 
+/*
+ * @path is a directory, made if missing, that nobody but its owner (the
+ * caller or root) can write: a planted verdict would hand identities to
+ * every process of the job.
+ */
 static int mkdir_ok(const char *path)
 {
 	struct stat st;
 
-	if (!mkdir(path, 0700))
-		return 0;
-	if (errno != EEXIST)
+	if (mkdir(path, 0700) && errno != EEXIST)
 		return -1;
 	if (lstat(path, &st))
 		return -1;
@@ -95,7 +99,46 @@ static int mkdir_ok(const char *path)
 		errno = ENOTDIR;
 		return -1;
 	}
+	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022)) {
+		errno = EPERM;
+		return -1;
+	}
 	return 0;
+}
+
+static int rec_read(const char *path, struct coord_rec *h, char **msg, void **data,
+		    char *why, size_t whylen);
+
+/*
+ * A run with a barrier passed was used before: its barriers would pass at
+ * once. (A failed one may be this run's, decided before this node came: it
+ * reads it at its first barrier, as every node does.)
+ */
+static int run_used(const char *dir)
+{
+	char path[4400], why[512], *msg;
+	struct coord_rec h;
+	struct dirent *d;
+	DIR *dd = opendir(dir);
+	size_t len;
+	void *data;
+	int used = 0;
+
+	if (!dd)
+		return -1;
+	while (!used && (d = readdir(dd))) {
+		len = strlen(d->d_name);
+		if (len <= 8 || strcmp(d->d_name + len - 8, ".verdict"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		if (rec_read(path, &h, &msg, &data, why, sizeof(why)) > 0) {
+			used = h.code == 0;
+			free(msg);
+			free(data);
+		}
+	}
+	closedir(dd);
+	return used;
 }
 
 /*
@@ -104,7 +147,8 @@ static int mkdir_ok(const char *path)
  */
 int coord_open(struct coord *c, const char *base, const struct coord_opts *o)
 {
-	char path[4096];
+	char path[4096], *abs;
+	int used;
 
 	memset(c, 0, sizeof(*c));
 	if (!o->run || coord_run_id(o->run)) {
@@ -118,13 +162,32 @@ int coord_open(struct coord *c, const char *base, const struct coord_opts *o)
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : COORD_TIMEOUT_MS;
 	c->grace_ms = COORD_GRACE_MS;
 	c->poll_max_us = 20000;
-	if ((size_t)snprintf(path, sizeof(path), "%s/" COORD_DIR, base) >= sizeof(path) ||
-	    (size_t)snprintf(c->dir, sizeof(c->dir), "%s/%s", path, o->run) >= sizeof(c->dir)) {
-		fprintf(stderr, "ibckpt: %s: path too long\n", base);
+	if (mkdir(base, 0700) && errno != EEXIST) {
+		fprintf(stderr, "ibckpt: %s: %s\n", base, strerror(errno));
 		return -1;
 	}
-	if (mkdir_ok(base) || mkdir_ok(path) || mkdir_ok(c->dir)) {
-		fprintf(stderr, "ibckpt: %s: %s\n", c->dir, strerror(errno));
+	/* absolute: criu runs its action script in its own work directory */
+	abs = realpath(base, NULL);
+	if (!abs) {
+		fprintf(stderr, "ibckpt: %s: %s\n", base, strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/" COORD_DIR, abs) >= sizeof(path) ||
+	    (size_t)snprintf(c->dir, sizeof(c->dir), "%s/%s", path, o->run) >= sizeof(c->dir)) {
+		fprintf(stderr, "ibckpt: %s: path too long\n", base);
+		free(abs);
+		return -1;
+	}
+	free(abs);
+	if (mkdir_ok(path) || mkdir_ok(c->dir)) {
+		fprintf(stderr, "ibckpt: %s: %s%s\n", c->dir, strerror(errno),
+			errno == EPERM ? " (another user's, or writable by others)" : "");
+		return -1;
+	}
+	used = run_used(c->dir);
+	if (used) {
+		fprintf(stderr, "ibckpt: %s: %s\n", c->dir, used < 0 ? strerror(errno) :
+			"this --run was used before: each operation needs a new one");
 		return -1;
 	}
 	return 0;
@@ -197,17 +260,22 @@ static int rec_read(const char *path, struct coord_rec *h, char **msg, void **da
 	    (uint64_t)st.st_size > REC_MAX)
 		goto bad;
 	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto bad;
+	if (!buf) {
+		close(fd);
+		snprintf(why, whylen, "%.400s: out of memory", path);
+		return -1;
+	}
 	while (got < (size_t)st.st_size) {
 		r = read(fd, buf + got, (size_t)st.st_size - got);
 		if (r <= 0)
 			goto bad;
 		got += (size_t)r;
 	}
+	buf[got] = 0;
 	memcpy(h, buf, sizeof(*h));
+	/* each length against what is left: their sum could wrap */
 	if (memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) || h->version != REC_VERSION ||
-	    (uint64_t)h->msglen + h->datalen != got - sizeof(*h))
+	    h->msglen > got - sizeof(*h) || h->datalen != got - sizeof(*h) - h->msglen)
 		goto bad;
 	close(fd);
 	*msg = strndup(buf + sizeof(*h), h->msglen);
@@ -246,9 +314,6 @@ static void path_of(const struct coord *c, char *buf, size_t len, const char *ph
  * Write the verdict, unless one exists: then that one stands. Either way
  * @v ends up with the verdict that stands. Return: 0, or -1 (@v says why).
  */
-static int verdict_write(struct coord *c, const char *phase, int code, unsigned int by,
-			 const char *msg, const void *data, size_t len, struct coord_verdict *v);
-
 static int verdict_read(struct coord *c, const char *phase, struct coord_verdict *v)
 {
 	struct coord_rec h;
@@ -272,11 +337,39 @@ static int verdict_read(struct coord *c, const char *phase, struct coord_verdict
 	return 1;
 }
 
+/*
+ * A verdict exists: read it, trying again a while if it cannot be read yet
+ * (a network file system's hiccup), for every node must act on it alike.
+ * Return: 0, or -1 (@v says why: this node cannot learn the outcome).
+ */
+static int verdict_settle(struct coord *c, const char *phase, struct coord_verdict *v)
+{
+	unsigned int i;
+	int st = 0;
+
+	for (i = 0; i < 50; i++) {
+		st = verdict_read(c, phase, v);
+		if (st > 0)
+			return 0;
+		usleep(100000);
+	}
+	if (!v->code)
+		v->code = 1;
+	if (!st)
+		snprintf(v->why, sizeof(v->why), "barrier '%s': its verdict vanished", phase);
+	return -1;
+}
+
+/*
+ * Write the verdict, unless one exists: then that one stands. Either way @v
+ * ends up with the verdict that stands (without data: a caller whose
+ * verdict stood attaches what it wrote). Return: 1 if ours stood, 0 if
+ * another did, -1 if this node cannot tell (@v says why).
+ */
 static int verdict_write(struct coord *c, const char *phase, int code, unsigned int by,
 			 const char *msg, const void *data, size_t len, struct coord_verdict *v)
 {
 	char path[4200], tmp[4300];
-	int rc;
 
 	path_of(c, path, sizeof(path), phase, "verdict", -1);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%u.%ld", path, c->rank, (long)getpid());
@@ -285,23 +378,22 @@ static int verdict_write(struct coord *c, const char *phase, int code, unsigned 
 		v->code = 1;
 		return -1;
 	}
-	rc = link(tmp, path);
-	if (rc && errno != EEXIST) {
+	if (!link(tmp, path)) {
+		unlink(tmp);
+		/* ours stands: what every node reads, without reading it back */
+		v->code = code;
+		v->by = by;
+		snprintf(v->why, sizeof(v->why), "%s", msg ? msg : "");
+		return 1;
+	}
+	if (errno != EEXIST) {
 		snprintf(v->why, sizeof(v->why), "%.400s: %s", path, strerror(errno));
 		unlink(tmp);
 		v->code = 1;
 		return -1;
 	}
 	unlink(tmp);
-	/* ours, or the one written first: read back what every node reads */
-	if (verdict_read(c, phase, v) != 1) {
-		if (!v->code)
-			v->code = 1;
-		if (!v->why[0])
-			snprintf(v->why, sizeof(v->why), "%.400s: vanished", path);
-		return -1;
-	}
-	return 0;
+	return verdict_settle(c, phase, v);
 }
 
 static void backoff(unsigned int *us, unsigned int max)
@@ -409,10 +501,12 @@ static int leader(struct coord *c, const char *phase, int code, const char *msg,
 	for (;;) {
 		/* a node that gave up on us decided already */
 		st = verdict_read(c, phase, v);
-		if (st) {
-			rc = st > 0 ? 0 : -1;
+		if (st > 0) {
+			rc = 0;
 			goto out;
 		}
+		if (st < 0)	/* not readable yet: the one written first stands anyway */
+			memset(v, 0, sizeof(*v));
 		for (i = 1; i < c->n; i++) {
 			struct coord_rec h;
 			char *m;
@@ -468,17 +562,26 @@ static int leader(struct coord *c, const char *phase, int code, const char *msg,
 			rc = verdict_write(c, phase, 1, 0, "node 0: out of memory", NULL, 0, v);
 			goto out;
 		}
+		why[0] = 0;
 		st = decide ? decide(arg, g, glen, why, sizeof(why)) : 0;
-		if (st)
+		if (st && !why[0])
+			snprintf(why, sizeof(why), "node 0 refused barrier '%s'", phase);
+		if (st) {
 			rc = verdict_write(c, phase, st, 0, why, NULL, 0, v);
-		else
+		} else {
 			rc = verdict_write(c, phase, 0, 0, "", flags & COORD_GATHER ? g : NULL,
 					   flags & COORD_GATHER ? glen : 0, v);
+			if (rc == 1 && (flags & COORD_GATHER)) {
+				v->data = g;	/* ours stood: every node reads this */
+				v->len = glen;
+				g = NULL;
+			}
+		}
 		free(g);
 	}
 out:
 	tally_free(&t);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 /*
@@ -527,20 +630,21 @@ int coord_vote(struct coord *c, const char *phase, int code, const char *msg, co
 		snprintf(why, sizeof(why), "node %u cannot vote: %.400s: %s", c->rank, path,
 			 strerror(errno));
 		unlink(tmp);
-		verdict_write(c, phase, 1, c->rank, why, NULL, 0, v);
-		return -1;
+		if (verdict_write(c, phase, 1, c->rank, why, NULL, 0, v) < 0)
+			return -1;
+		return v->code ? -1 : 0;
 	}
 	for (;;) {
 		st = verdict_read(c, phase, v);
 		if (st > 0)
 			return v->code ? -1 : 0;
-		if (st < 0)
-			return -1;
+		if (st < 0)	/* not readable yet: look again, as every node does */
+			memset(v, 0, sizeof(*v));
 		if (now_ms() >= deadline) {
 			snprintf(why, sizeof(why), "node 0 decided nothing at barrier '%s' within "
 				 "%u ms (node %u gave up)", phase, c->timeout_ms + c->grace_ms,
 				 c->rank);
-			if (verdict_write(c, phase, 1, c->rank, why, NULL, 0, v))
+			if (verdict_write(c, phase, 1, c->rank, why, NULL, 0, v) < 0)
 				return -1;
 			return v->code ? -1 : 0;
 		}

@@ -157,8 +157,9 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 		all = m.all;
 		nall = m.n;
 		if (st) {
+			/* said at the next barrier, which every node passes */
 			fprintf(stderr, "ibckpt: reacquire: the nodes' identities are malformed\n");
-			goto abort;
+			st = 1;
 		}
 	} else if (st) {
 		goto abort;
@@ -673,7 +674,10 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	json = 0;
 	rc = release_job(&by_id, dir, what, co);
 	ckpt_timing("release");
-	if (thaw_session(by_id.session))
+	err = thaw_session(by_id.session);
+	/* every node goes on only if every node's part runs again */
+	if (xvote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
+		  NULL) || err)
 		rc = 1;
 	ckpt_timing("thaw");
 	json = saved_json;
@@ -697,6 +701,20 @@ static int dump_root(const struct cli_job *job, unsigned int *root)
 	return -1;
 }
 
+/* Node 0, once every part is written: the checkpoint is whole (restart.rst). */
+static int mark_complete(void *arg, const void *votes, size_t len, char *why, size_t whylen)
+{
+	char path[4200];
+
+	(void)votes;
+	(void)len;
+	if (!write_file(arg, DONE_FILE, "", 0))
+		return 0;
+	snprintf(path, sizeof(path), "%s/" DONE_FILE, (const char *)arg);
+	snprintf(why, whylen, "node 0 cannot write %.400s", path);
+	return 1;
+}
+
 /* A checkpoint into @dir used before is not whole until it is written again. */
 static int done_remove(const char *dir)
 {
@@ -705,6 +723,19 @@ static int done_remove(const char *dir)
 	snprintf(done, sizeof(done), "%s/" DONE_FILE, dir);
 	if (unlink(done) && errno != ENOENT) {
 		fprintf(stderr, "ibckpt: %s: %s\n", done, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A job on one node into a directory that held one on several: it is one now. */
+static int nodes_remove(const char *dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/" NODES_FILE, dir);
+	if (unlink(path) && errno != ENOENT) {
+		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -826,7 +857,8 @@ int cmd_checkpoint(int argc, char **argv)
 	/* a checkpoint into a directory used before is not whole until it is written again */
 	if (!leave) {
 		rc = done_remove(part) || (co && !co->rank && (nodes_save(dir, co->n) ||
-							      done_remove(dir)));
+							      done_remove(dir))) ||
+		     (!co && nodes_remove(dir));
 		if (xvote(co, "start", rc, "cannot write its part of the checkpoint", NULL, 0, 0,
 			  NULL, NULL, NULL) || rc)
 			return 1;
@@ -865,9 +897,9 @@ int cmd_checkpoint(int argc, char **argv)
 		if (!rc)
 			rc = write_file(part, DONE_FILE, "", 0);
 		if (co) {
-			/* the parts are whole: node 0 marks the checkpoint whole */
-			if (!xvote(co, "written", rc, "cannot complete its part", NULL, 0, 0, NULL,
-				   NULL, NULL) && !co->rank && write_file(dir, DONE_FILE, "", 0))
+			/* the parts are whole: node 0 marks the checkpoint whole, or fails it */
+			if (xvote(co, "written", rc, "cannot complete its part", NULL, 0, 0,
+				  mark_complete, (void *)dir, NULL))
 				rc = 1;
 			if (!rc) {
 				ckpt_report(desc, dir, by_id.session, co);
@@ -883,7 +915,13 @@ int cmd_checkpoint(int argc, char **argv)
 		fprintf(stderr, "ibckpt: %s: the job is reacquired and runs on\n", what);
 	}
 	json = 0;
-	rc = job_load(part, &j) ? 1 : reacquire_job(&j, part, NULL, 0, true, co);
+	if (job_load(part, &j)) {
+		xvote(co, "open", 1, "cannot read its part of the checkpoint", NULL, 0, 0, NULL, NULL,
+		      NULL);
+		rc = 1;
+	} else {
+		rc = reacquire_job(&j, part, NULL, 0, true, co);
+	}
 	rjob_free(&j);
 	json = saved_json;
 	if (rc || !leave)
@@ -1000,7 +1038,7 @@ static int part_check(struct rpart *p, const struct ibckpt_rdev_map *map, uint32
 /* Node 0, at a restart on several nodes: is every part restored by exactly one node? */
 struct parts_cover {
 	unsigned int total;
-	unsigned char *by;	/* per part: 0, or its node + 1 */
+	unsigned int *by;	/* per part: 0, or its node + 1 */
 	char *why;
 	size_t whylen;
 };
@@ -1012,12 +1050,17 @@ static int cover_node(void *arg, unsigned int rank, const void *data, size_t len
 	size_t i;
 
 	for (i = 0; i < len / sizeof(*part); i++) {
-		if (part[i] >= c->total || c->by[part[i]]) {
-			snprintf(c->why, c->whylen, "part %u is restored by node %u and node %u",
-				 part[i], part[i] < c->total ? c->by[part[i]] - 1u : rank, rank);
+		if (part[i] >= c->total) {
+			snprintf(c->why, c->whylen, "node %u restores part %u: the job had %u",
+				 rank, part[i], c->total);
 			return 1;
 		}
-		c->by[part[i]] = (unsigned char)(rank + 1 > 255 ? 255 : rank + 1);
+		if (c->by[part[i]]) {
+			snprintf(c->why, c->whylen, "part %u is restored by node %u and node %u",
+				 part[i], c->by[part[i]] - 1u, rank);
+			return 1;
+		}
+		c->by[part[i]] = rank + 1;
 	}
 	return 0;
 }
@@ -1029,7 +1072,7 @@ static int parts_cover(void *arg, const void *votes, size_t len, char *why, size
 	unsigned int i;
 	int rc;
 
-	c.by = calloc(c.total, 1);
+	c.by = calloc(c.total, sizeof(*c.by));
 	if (!c.by) {
 		snprintf(why, whylen, "out of memory");
 		return 1;

@@ -312,7 +312,8 @@ static bool drained(const struct tctx *t)
 {
 	int q;
 
-	if (t->ud_ack != t->ud_next || t->ud_nsig)
+	/* -U: the server may never see the last datagrams; it counts them */
+	if ((t->ud_ack != t->ud_next && !t->o.max_ud_lost) || t->ud_nsig)
 		return false;
 	for (q = 0; q < t->o.nqp; q++)
 		if (t->qps[q].peer_ack != t->qps[q].msg_next || t->qps[q].nsig)

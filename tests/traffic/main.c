@@ -221,7 +221,7 @@ static void usage(int rc)
 	fprintf(rc ? stderr : stdout,
 		"usage: ibtraffic -s|-c HOST [-d DEV] [-g GID_INDEX] [-i IB_PORT] [-p TCP_PORT]\n"
 		"                 [-q QPS] [-w WINDOW] [-m MSG_SIZE] [-t SECONDS] [-n OPS]\n"
-		"                 [-P PROGRESS_SECONDS] [-L N] [-Q] [-b ADDR]\n"
+		"                 [-P PROGRESS_SECONDS] [-L N] [-U N] [-Q] [-b ADDR]\n"
 		"  -s            server: receive, verify, acknowledge (sleeps on CQ events)\n"
 		"  -b ADDR       server: listen on IPv4 ADDR (default 127.0.0.1)\n"
 		"  -c HOST       client: drive traffic, busy-polling (HOST: the side channel)\n"
@@ -231,7 +231,10 @@ static void usage(int rc)
 		"                (default: until SIGINT or SIGTERM)\n"
 		"  -P SECONDS    print a progress line (JSON) this often\n"
 		"  -L N          client: fetch-and-adds tolerated completing without their\n"
-		"                result, soft-RoCE's defect (default 2; 0: none)\n");
+		"                result, soft-RoCE's defect (default 2; 0: none)\n"
+		"  -U N          both sides: UD datagrams tolerated lost (default 0): a link\n"
+		"                between hosts may drop them (UD is unreliable); duplicated,\n"
+		"                reordered or corrupted ones are still errors\n");
 	exit(rc);
 }
 
@@ -241,7 +244,7 @@ static int parse(int argc, char **argv, struct topts *o)
 
 	*o = (struct topts){ .dev = "rxe0", .ib_port = 1, .tcp_port = 18515, .nqp = 8,
 			     .window = 16, .msg_size = 1024, .max_unanswered = 2 };
-	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:L:Qb:h")) != -1) {
+	while ((c = getopt(argc, argv, "sc:d:g:i:p:q:w:m:t:n:P:L:U:Qb:h")) != -1) {
 		switch (c) {
 		case 's': o->server = true; break;
 		case 'c': o->host = optarg; break;
@@ -256,6 +259,7 @@ static int parse(int argc, char **argv, struct topts *o)
 		case 'n': o->count = strtoull(optarg, NULL, 0); break;
 		case 'P': o->progress = atof(optarg); break;
 		case 'L': o->max_unanswered = strtoull(optarg, NULL, 0); break;
+		case 'U': o->max_ud_lost = strtoull(optarg, NULL, 0); break;
 		case 'Q': o->quiet = true; break;
 		case 'b': o->listen = optarg; break;
 		case 'h': usage(0); break;

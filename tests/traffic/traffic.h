@@ -49,6 +49,7 @@ struct topts {
 	double progress;	/* seconds between progress lines, 0 = none */
 	bool quiet;
 	uint64_t max_unanswered;	/* client: atomics tolerated without a result (-L) */
+	uint64_t max_ud_lost;		/* both: UD datagrams a lossy link may drop (-U) */
 };
 
 /* Per-process counters; the final line prints them as JSON. */
@@ -57,6 +58,7 @@ struct tstats {
 	uint64_t unanswered;		/* of the atomics, completed without their result */
 	uint64_t acks;					/* ACK messages seen or sent */
 	uint64_t rx_msgs, rx_ud;			/* verified by the server */
+	uint64_t ud_lost;		/* server: datagrams that never came (-U) */
 	uint64_t errors;
 };
 

@@ -262,6 +262,86 @@ static void corrupt_vote_refused(void)
 	CHECK(strstr(v.why, "not a barrier's name"));
 }
 
+/* review M1: lengths whose sum wraps are no record (no read past the file) */
+static void wrapping_lengths_refused(void)
+{
+	struct coord_opts o = { .rank = 0, .n = 2, .run = "wrap", .timeout_ms = 1000 };
+	struct {
+		char magic[8];
+		uint32_t version, rank;
+		int32_t code;
+		uint32_t msglen;
+		uint64_t datalen;
+	} h = { .version = 1, .rank = 1, .code = 0, .msglen = 200,
+		.datalen = UINT64_MAX - 199 };
+	struct coord_verdict v;
+	struct coord c;
+	char path[4200];
+	int fd;
+
+	memcpy(h.magic, "ibckpt-c", 8);
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	snprintf(path, sizeof(path), "%s/x.vote.1", c.dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, &h, sizeof(h)), (ssize_t)sizeof(h));
+	close(fd);
+	CHECK_EQ(coord_vote(&c, "x", 0, NULL, NULL, 0, 0, NULL, NULL, &v), -1);
+	CHECK(strstr(v.why, "not a barrier record"));
+	coord_verdict_free(&v);
+}
+
+/* review M6: a run decided before is refused, not passed through at once */
+static void reused_run_refused(void)
+{
+	struct coord_opts o = { .rank = 0, .n = 1, .run = "once", .timeout_ms = 1000 };
+	struct coord_verdict v;
+	struct coord c;
+
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	CHECK_EQ(coord_vote(&c, "start.1", 0, NULL, NULL, 0, 0, NULL, NULL, &v), 0);
+	coord_verdict_free(&v);
+	CHECK_EQ(coord_open(&c, base, &o), -1);
+}
+
+/* a node that comes after its run's first barrier failed reads that failure */
+static void late_node_reads_the_failure(void)
+{
+	struct coord_opts o = { .rank = 0, .n = 2, .run = "late", .timeout_ms = 1000 };
+	struct coord_verdict v;
+	struct coord c;
+
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	CHECK_EQ(coord_vote(&c, "start.1", 1, "node 0 cannot", NULL, 0, 0, NULL, NULL, &v), -1);
+	coord_verdict_free(&v);
+	o.rank = 1;
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	CHECK_EQ(coord_vote(&c, "start.1", 0, NULL, NULL, 0, 0, NULL, NULL, &v), -1);
+	CHECK(!strcmp(v.why, "node 0 cannot"));
+	CHECK_EQ(v.by, 0);
+	coord_verdict_free(&v);
+}
+
+/* review M2 and trust: the directory is absolute; one others can write is refused */
+static void dir_absolute_and_trusted(void)
+{
+	struct coord_opts o = { .rank = 0, .n = 2, .run = "rel", .timeout_ms = 1000 };
+	char cwd[4096], path[4200];
+	struct coord c;
+
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	CHECK_EQ(chdir("/tmp"), 0);
+	CHECK_EQ(coord_open(&c, base + 5, &o), 0);	/* "coord_test.XXXXXX" */
+	CHECK(c.dir[0] == '/');
+	CHECK(!strncmp(c.dir, base, strlen(base)));
+	CHECK_EQ(chdir(cwd), 0);
+	snprintf(path, sizeof(path), "%s/coord", base);
+	CHECK_EQ(chmod(path, 0777), 0);
+	o.run = "open";
+	CHECK_EQ(coord_open(&c, base, &o), -1);
+	CHECK_EQ(chmod(path, 0700), 0);
+}
+
 static void options_parsed(void)
 {
 	unsigned int r, n;
@@ -402,6 +482,10 @@ int main(void)
 	RUN(missing_node0_fails_the_others_alike);
 	RUN(node0_decides_no);
 	RUN(corrupt_vote_refused);
+	RUN(wrapping_lengths_refused);
+	RUN(reused_run_refused);
+	RUN(late_node_reads_the_failure);
+	RUN(dir_absolute_and_trusted);
 	RUN(simulated_nodes);
 	if (!unit_failed_cases) {
 		char cmd[128];

@@ -10,12 +10,21 @@
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 
+# mover_running: the workload runs, its counters written (a fixed 0.5 s was
+# not always enough under load)
+mover_running() {
+	for _ in $(seq 100); do
+		[ -s "$WL_FILE" ] && [ "$("$WORKLOAD" snap "$WL_FILE" | wc -w)" -gt 1 ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+}
 # mover_start HOW N: tests/freeze/workload mover, in a session of its own
 mover_start() {
 	WL_FILE=$T/wl.$RANDOM
 	setsid "$WORKLOAD" mover "$WL_FILE" "$1" "$2" > "$T/wl.out" 2> "$T/wl.err" &
 	WL_PID=$!
-	sleep 0.5
+	mover_running
 }
 
 # moved_on FROZEN LATER: every process counted while frozen went on (the
@@ -94,7 +103,7 @@ WL_FILE=$T/wl.cg
 setsid bash -c "echo \$\$ > $cg/inner/cgroup.procs && exec $WORKLOAD mover $WL_FILE sid 80" \
 	> "$T/wl.out" 2> "$T/wl.err" &
 WL_PID=$!
-sleep 0.5
+mover_running
 cycles 8 --cgroup "$cg"
 # a process moved into the frozen cgroup is frozen too
 ibckpt -j freeze --persist 60 --cgroup "$cg" > "$T/f" || fail "freeze the cgroup"

@@ -25,8 +25,11 @@ ROUNDS=${IBCKPT_ROUNDS:-10}
 # Soft-RoCE's fetch-and-add that completes without its result
 # (tests/traffic/atomic.c) comes far more often across a real link with
 # retransmissions than on one host: tolerated here, counted at the end. The
-# add itself is still checked to execute once.
-UNANSWERED=100
+# add itself is still checked to execute once. UD is unreliable: a link
+# between guests drops a datagram now and then (seen with ibckpt and
+# without, under load); lost ones are tolerated and counted, duplicated,
+# reordered or corrupted ones are still errors.
+UNANSWERED=100 UDLOST=1000
 me=$IBCKPT_NODE
 mine() { node_is 0 || node_is 1; }	# nodes beyond two only meet at barriers
 if mine; then
@@ -79,7 +82,7 @@ if node_is 0; then
 	mkdir -p "$J"
 	port=$(bed_port)
 	(cd "$J" && exec setsid bash -c "
-		$IBT -s -b 0.0.0.0 -d rxe0 -g 0 -p $port -q 4 > $J/server.out 2> $J/server.err &
+		$IBT -s -b 0.0.0.0 -d rxe0 -g 0 -p $port -q 4 -U $UDLOST > $J/server.out 2> $J/server.err &
 		s=\$!; echo \$s > $J/server.pid
 		wait \$s; echo \$? > $J/server.rc" < /dev/null) &
 	sid=$!
@@ -89,7 +92,7 @@ if node_is 0; then
 elif node_is 1; then
 	port=$(node_get port) || fail "node 0 published no port"
 	(cd "$J" && exec setsid bash -c "
-		$IBT -c ${SVC[0]} -d rxe0 -g 0 -p $port -q 4 -P 0.2 -L $UNANSWERED > $J/client.out 2> $J/client.err &
+		$IBT -c ${SVC[0]} -d rxe0 -g 0 -p $port -q 4 -P 0.2 -L $UNANSWERED -U $UDLOST > $J/client.out 2> $J/client.err &
 		c=\$!; echo \$c > $J/client.pid
 		wait \$c; echo \$? > $J/client.rc" < /dev/null) &
 	sid=$!
@@ -188,7 +191,7 @@ node_barrier refusals
 # Swapped nodes: node 0 restores part 1 (the client), node 1 part 0.
 node_barrier swap
 if mine; then
-	checkpoint swap > "$T/c" 2> "$T/ce" || fail "node $me: checkpoint before the swap: $(cat "$T/ce")"
+	checkpoint swap-ck > "$T/c" 2> "$T/ce" || fail "node $me: checkpoint before the swap: $(cat "$T/ce")"
 	part_gone "$me"
 fi
 node_barrier swap.dumped
@@ -196,7 +199,7 @@ if mine; then
 	other=$((1 - me))
 	svc_take "$other"
 	node_barrier swap.moved
-	ibckpt restart -D "$CK" --node "$me/2" --run swap --part "$other" > "$T/r" 2> "$T/re" ||
+	ibckpt restart -D "$CK" --node "$me/2" --run swap-rs --part "$other" > "$T/r" 2> "$T/re" ||
 		fail "node $me: restart of part $other: $(cat "$T/re") $(grep -B3 Error "$CK/part.$other/restore.log" 2> /dev/null | tail -n 20)"
 	alive "${SID[$other]}" || fail "node $me: part $other is not back"
 else
@@ -215,7 +218,7 @@ fi
 # Every part on node 0 (node 1 takes no part).
 node_barrier one
 if mine; then
-	ibckpt checkpoint -D "$CK" --node "$me/2" --run one --session "${SID[$((1 - me))]}" \
+	ibckpt checkpoint -D "$CK" --node "$me/2" --run one-ck --session "${SID[$((1 - me))]}" \
 		> "$T/c" 2> "$T/ce" || fail "node $me: checkpoint before the move to one node: $(cat "$T/ce")"
 	part_gone "$me"
 fi
@@ -226,7 +229,12 @@ fi
 node_barrier one.moved
 if node_is 0; then
 	svc_take 0 1
-	ibckpt restart -D "$CK" --node 0/1 --run one --part 0 --part 1 > "$T/r" 2> "$T/re" ||
+	# a run used before would pass its barriers at once: refused
+	refused 1 "this --run was used before" \
+		ibckpt restart -D "$CK" --node 0/1 --run one-ck --part 0 --part 1
+	refused 1 "no node restores part 1" \
+		ibckpt restart -D "$CK" --node 0/1 --run one-half --part 0
+	ibckpt restart -D "$CK" --node 0/1 --run one-rs --part 0 --part 1 > "$T/r" 2> "$T/re" ||
 		fail "restart of both parts on node 0: $(cat "$T/re")"
 	grep -q "node 0 of 1: 2 processes restarted from $CK" "$T/r" || fail "restart said: $(cat "$T/r")"
 	wait_progress $(($(progress) + 2))
@@ -235,7 +243,7 @@ if node_is 0; then
 	expect_eq 0 "$(cat "$J/client.rc")" "client exit status ($(tail -n 5 "$J/client.err"))"
 	expect_eq 0 "$(cat "$J/server.rc")" "server exit status ($(tail -n 5 "$J/server.err"))"
 	T=$J traffic_expect_ops 1000
-	echo "fetch-and-adds completed without their result (soft-RoCE): $(grep -c 'completed without its result' "$J/client.err")"
+	echo "fetch-and-adds completed without their result (soft-RoCE): $(grep -c 'completed without its result' "$J/client.err"); $(grep -h 'datagrams lost' "$J/server.err" || echo 'no UD datagram lost')"
 	echo "the 2-node job: $ROUNDS restarts in place, a lone node and a failed dump refused, restarted on swapped nodes and on one node; every message verified"
 fi
 node_barrier done
