@@ -14,6 +14,10 @@
 #include <string.h>
 #include <dirent.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
 #include "restart.h"
 
 /* ---- a restart whose reacquire failed: the restored job goes ---- */
@@ -172,12 +176,82 @@ static int pids_children(struct pids *s, pid_t pid, bool stopped)
 }
 
 /*
+ * Is @fd (ours) a TCP socket a close would end in the open, with a FIN and
+ * a TIME_WAIT, or a RST? A listening one ends quietly, and repair mode is
+ * refused for it.
+ */
+static bool tcp_connection(int fd)
+{
+	int v[3];
+	socklen_t len;
+
+	len = sizeof(v[0]);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v[0], &len) ||
+	    (v[0] != AF_INET && v[0] != AF_INET6))
+		return false;
+	len = sizeof(v[1]);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v[1], &len) || v[1] != IPPROTO_TCP)
+		return false;
+	len = sizeof(v[2]);
+	return !getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v[2], &len) && !v[2];
+}
+
+/*
+ * Put each TCP connection of stopped @pid into repair mode, as criu's dump
+ * does before it kills a job: the SIGKILL's close then ends it in silence
+ * (no FIN, no RST, no TIME_WAIT). A connection in TIME_WAIT holds its
+ * address pair, and criu cannot restore an established one over it ("Can't
+ * connect inet socket back"): the directory restarts again at once, and a
+ * peer outside the job sees nothing, as after the checkpoint. A socket that
+ * refuses is closed as usual (said).
+ */
+static void tcp_quiet(pid_t pid)
+{
+	char path[80], link[64];
+	struct dirent *d;
+	int pfd, fd, on = 1;
+	ssize_t len;
+	DIR *fds;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	fds = opendir(path);
+	if (!fds)
+		return;
+	pfd = pidfd_open(pid, 0);
+	while (pfd >= 0 && (d = readdir(fds)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%.16s", pid, d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strncmp(link, "socket:", 7))
+			continue;
+		fd = pidfd_getfd(pfd, atoi(d->d_name), 0);
+		if (fd < 0)
+			continue;	/* closed since */
+		if (tcp_connection(fd)) {
+			if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
+				fprintf(stderr, "ibckpt: process %d: fd %s: cannot close its TCP "
+					"connection quietly (%s): it may linger in TIME_WAIT\n",
+					pid, d->d_name, strerror(errno));
+		}
+		close(fd);
+	}
+	if (pfd >= 0)
+		close(pfd);
+	closedir(fds);
+}
+
+/*
  * Kill what criu restored: @root (0: not known) and the job's processes of
  * @j (absent before the restore: criu's), with every descendant, then wait
  * until each pid is free again. Every process is stopped before its
  * children are read and none is killed before all are stopped: a parent
  * killed first hands its children to init, out of the walk's reach, and a
  * shell of the job never runs again to react (to write an exit status).
+ * The job's TCP connections end quietly (tcp_quiet()).
  * Return: the number of processes killed, or -1 if one may be left (said).
  */
 int kill_restored(pid_t root, const struct rjob *j)
@@ -203,6 +277,9 @@ int kill_restored(pid_t root, const struct rjob *j)
 	}
 	if (rc)
 		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
+	/* all stopped: none closes a connection before it is quiet */
+	for (i = 0; i < s.n; i++)
+		tcp_quiet(s.v[i]);
 	for (i = 0; i < s.n; i++) {
 		if (!kill(s.v[i], SIGKILL))
 			killed++;

@@ -1,9 +1,13 @@
 #!/bin/bash
-# 200 freeze/thaw cycles in a row: every one freezes and thaws, and the
+# 300 freeze/thaw cycles in a row: every one freezes and thaws, and the
 # kernel's allocations and the module's references are where they started.
-# A leak grows with the cycles: the second hundred must leave (almost)
-# nothing behind; the first may warm the kernel's caches (a fresh-clone run
-# counted 586 kmalloc objects more after the first hundred, a one-off).
+# A leak grows with the cycles: each hundred after the first must leave
+# (almost) nothing behind; the first may warm the kernel's caches (a
+# fresh-clone run counted 586 kmalloc objects more after the first hundred,
+# a one-off). The count of the whole kernel moves with others' allocations
+# too (CI once counted 401 more after the second hundred, and fewer after
+# the first): a leak of 3 objects a cycle or more shows in both later
+# hundreds, a one-off in one.
 . "$(dirname "$0")/lib.sh"
 wl_start run 4
 # SLUB counts every object of a CPU's current slab as in use, so a count
@@ -11,9 +15,18 @@ wl_start run 4
 # slabs first (shrink) so that the counts are the objects really allocated.
 # Regression: a fresh-clone run failed with "pid objects 96 -> 128".
 shrink() { local c; for c in "$@"; do echo 1 > "/sys/kernel/slab/$c/shrink" 2> /dev/null; done; }
-slab() {
+slab1() {
 	shrink kmalloc-32 kmalloc-64 kmalloc-96 kmalloc-128 kmalloc-192 kmalloc-256 kmalloc-512 kmalloc-1k
 	awk '/^kmalloc-(32|64|96|128|192|256|512|1k) / {s += $2} END {print s}' /proc/slabinfo
+}
+# the least of three counts over a second: objects freed after an RCU
+# grace period (kfree_rcu) are not counted as left
+slab() {
+	local a b c
+	a=$(slab1); sleep 0.5; b=$(slab1); sleep 0.5; c=$(slab1)
+	[ "$b" -lt "$a" ] && a=$b
+	[ "$c" -lt "$a" ] && a=$c
+	echo "$a"
 }
 pids() { shrink pid; awk '/^pid / {print $2}' /proc/slabinfo; }
 for i in $(seq 5); do ibckpt freeze --persist 60 "$WL_PID" > /dev/null; ibckpt thaw "$WL_PID" > /dev/null; done
@@ -31,10 +44,13 @@ cycles 1 100
 s1=$(slab); p1=$(pids)
 cycles 101 200
 s2=$(slab); p2=$(pids)
-echo "kmalloc objects $s0 -> $s1 -> $s2, pid objects $p0 -> $p1 -> $p2"
+cycles 201 300
+s3=$(slab); p3=$(pids)
+echo "kmalloc objects $s0 -> $s1 -> $s2 -> $s3, pid objects $p0 -> $p1 -> $p2 -> $p3"
 [ $((s1 - s0)) -lt 2000 ] || fail "100 cycles left $((s1 - s0)) kmalloc objects behind"
-[ $((s2 - s1)) -lt 300 ] || fail "100 more cycles left $((s2 - s1)) more kmalloc objects behind"
-[ $((p2 - p0)) -lt 20 ] || fail "200 cycles left $((p2 - p0)) pids behind"
+[ $((s2 - s1)) -lt 300 ] || [ $((s3 - s2)) -lt 300 ] ||
+	fail "each hundred cycles leaves kmalloc objects behind: $((s2 - s1)), then $((s3 - s2))"
+[ $((p3 - p0)) -lt 20 ] || fail "300 cycles left $((p3 - p0)) pids behind"
 expect_eq 0 "$(cat /sys/module/ibckpt/refcnt)" "module refcount"
 a=$(wl_snap); sleep 0.3; b=$(wl_snap)
 wl_all_moved "$a" "$b"

@@ -85,6 +85,12 @@ expect_eq "$sid" "$(cat "$dir/restore.pid")" "the restored root (restore.pid)"
 gone "$sid" "$server" "$client" ||
 	fail "the failed restart left the job: $(ps -o pid,stat,cmd -p "$sid,$server,$client")"
 [ -z "$(ps -o pid= -s "$sid")" ] || fail "processes of session $sid left: $(ps -o pid,stat,cmd -s "$sid")"
+# the restored side channel ended quietly (repair mode), as criu's dump
+# ends it: a TIME_WAIT would hold its address pair and the next restore
+# could not connect it back (regression: "Can't connect inet socket back:
+# Cannot assign requested address" when the restart came within a second)
+tw=$(ss -Htan "( sport = :$port or dport = :$port )")
+[ -z "$tw" ] || fail "the killed job's connection lingers: $tw"
 echo "the failed restart took $ms ms: $(tr '\n' ' ' < "$T/e")"
 
 rm "$T/fail"
