@@ -124,7 +124,9 @@ cycle_pair() {
 		wait "$pid"
 		rc=$?
 		cat "$T/$name.out"
-		[ "$rc" = 0 ] || fail "$name: $me: exit $rc: $(cat "$T/$name.err")"
+		# the device's counters say whether the link lost packets (retries)
+		[ "$rc" = 0 ] || fail "$name: $me: exit $rc: $(cat "$T/$name.err")" \
+			"$(rdma statistic show link rxe0/1 2> /dev/null | tr -s ' ' | cut -c1-600)"
 		grep -Eq "$pat" "$T/$name.out" || fail "$name: $me: no '$pat' in its output"
 	fi
 	node_barrier "$name.done" 400
