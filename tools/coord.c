@@ -109,6 +109,47 @@ static int mkdir_ok(const char *path)
 static int rec_read(const char *path, struct coord_rec *h, char **msg, void **data,
 		    char *why, size_t whylen);
 
+/* What the verdicts in a run's directory say. */
+struct run_tally {
+	unsigned int passed, failed;	/* verdicts; unreadable ones count as failed */
+	unsigned int done;		/* nodes of the run that left it (coord_close()) */
+};
+
+/* Count @dir's verdicts, and its done.R files for R below @n. Return: 0 or -1. */
+static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
+{
+	char path[4400], why[512], *msg, end;
+	struct coord_rec h;
+	struct dirent *d;
+	DIR *dd = opendir(dir);
+	unsigned int r;
+	size_t len;
+	void *data;
+
+	memset(t, 0, sizeof(*t));
+	if (!dd)
+		return -1;
+	while ((d = readdir(dd))) {
+		if (sscanf(d->d_name, "done.%u%c", &r, &end) == 1) {
+			t->done += r < n;
+			continue;
+		}
+		len = strlen(d->d_name);
+		if (len <= 8 || strcmp(d->d_name + len - 8, ".verdict"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		/* one that vanished since: another node's clean-up, count it as not passed */
+		if (rec_read(path, &h, &msg, &data, why, sizeof(why)) > 0 && h.code == 0)
+			t->passed++;
+		else
+			t->failed++;
+		free(msg);	/* NULL unless read */
+		free(data);
+	}
+	closedir(dd);
+	return 0;
+}
+
 /*
  * A run with a barrier passed was used before: its barriers would pass at
  * once. (A failed one may be this run's, decided before this node came: it
@@ -116,29 +157,34 @@ static int rec_read(const char *path, struct coord_rec *h, char **msg, void **da
  */
 static int run_used(const char *dir)
 {
-	char path[4400], why[512], *msg;
-	struct coord_rec h;
-	struct dirent *d;
-	DIR *dd = opendir(dir);
-	size_t len;
-	void *data;
-	int used = 0;
+	struct run_tally t;
 
-	if (!dd)
+	if (run_tally(dir, 0, &t))
 		return -1;
-	while (!used && (d = readdir(dd))) {
-		len = strlen(d->d_name);
-		if (len <= 8 || strcmp(d->d_name + len - 8, ".verdict"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		if (rec_read(path, &h, &msg, &data, why, sizeof(why)) > 0) {
-			used = h.code == 0;
-			free(msg);
-			free(data);
-		}
-	}
-	closedir(dd);
-	return used;
+	return t.passed > 0;
+}
+
+/*
+ * The run this process opened last, left as the process exits (every path
+ * of a command ends there); not in a child it forked, which exits first.
+ */
+static struct coord exit_run;
+static pid_t exit_pid;
+
+static void close_opened(void)
+{
+	if (exit_pid == getpid())
+		coord_close(&exit_run);
+}
+
+static void close_at_exit(const struct coord *c)
+{
+	static int registered;
+
+	exit_run = *c;
+	exit_pid = getpid();
+	if (!registered && !atexit(close_opened))
+		registered = 1;
 }
 
 /*
@@ -190,6 +236,7 @@ int coord_open(struct coord *c, const char *base, const struct coord_opts *o)
 			"this --run was used before: each operation needs a new one");
 		return -1;
 	}
+	close_at_exit(c);
 	return 0;
 }
 
@@ -661,6 +708,66 @@ int coord_verdict_get(struct coord *c, const char *phase, struct coord_verdict *
 {
 	memset(v, 0, sizeof(*v));
 	return verdict_read(c, phase, v);
+}
+
+/*
+ * Remove the files of @dir, the verdicts last, then @dir. Until the last
+ * verdict is gone, coord_open() refuses the run (run_used()): a new
+ * operation under the same name never starts in a half-removed directory.
+ * Another node may remove at the same time: whichever unlinks a file
+ * first, the other finds it gone.
+ */
+static void run_remove(const char *dir)
+{
+	char path[4400];
+	struct dirent *d;
+	int verdicts;
+	size_t len;
+	DIR *dd;
+
+	for (verdicts = 0; verdicts < 2; verdicts++) {
+		dd = opendir(dir);
+		if (!dd)
+			return;
+		while ((d = readdir(dd))) {
+			len = strlen(d->d_name);
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
+			    (len > 8 && !strcmp(d->d_name + len - 8, ".verdict")) != verdicts)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+			unlink(path);
+		}
+		closedir(dd);
+	}
+	rmdir(dir);
+}
+
+/**
+ * coord_close() - this node is done with the run
+ * @c: the run, as coord_open() opened it
+ *
+ * Leaves DIR/coord/RUN/done.RANK. The last node out, once every node left
+ * and every barrier passed, removes the run's directory: no node reads it
+ * again. A run with a failed or missing barrier stays, for a node that
+ * comes late reads the failure there, and for whoever looks into it.
+ * Called by the CLI as it exits (coord_open() arranges it).
+ */
+void coord_close(struct coord *c)
+{
+	struct run_tally t;
+	char path[4200];
+	int fd;
+
+	if (!c->dir[0] || !c->n)
+		return;
+	snprintf(path, sizeof(path), "%s/done.%u", c->dir, c->rank);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	if (!run_tally(c->dir, c->n, &t) && t.done == c->n && !t.failed)
+		run_remove(c->dir);
+	c->dir[0] = 0;
 }
 
 void coord_verdict_free(struct coord_verdict *v)

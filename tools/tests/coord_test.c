@@ -322,6 +322,61 @@ static void late_node_reads_the_failure(void)
 	coord_verdict_free(&v);
 }
 
+/* @run's directory exists? */
+static bool run_dir_exists(const char *run)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" COORD_DIR "/%s", base, run);
+	return !stat(path, &st);
+}
+
+/* Two nodes pass a barrier (node @no says no), then each leaves the run. */
+static void two_leave(const char *run, int no, bool node1_leaves)
+{
+	struct coord_opts o = { .rank = 1, .n = 2, .run = run, .timeout_ms = 2000 };
+	struct coord_verdict v;
+	struct coord c;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid == 0) {
+		if (coord_open(&c, base, &o))
+			_exit(1);
+		coord_vote(&c, "step", no == 1, "node 1 says no", NULL, 0, 0, NULL, NULL, &v);
+		coord_verdict_free(&v);
+		if (node1_leaves)
+			coord_close(&c);
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	o.rank = 0;
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	CHECK_EQ(coord_vote(&c, "step", no == 0, "node 0 says no", NULL, 0, 0, NULL, NULL, &v),
+		 no >= 0 ? -1 : 0);
+	coord_verdict_free(&v);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	coord_close(&c);
+}
+
+/*
+ * The last node out removes a run whose every barrier passed; a failed run
+ * stays (a late node reads its failure there), and so does one a node has
+ * not left yet.
+ */
+static void passed_run_removed_by_the_last_out(void)
+{
+	two_leave("clean", -1, true);
+	CHECK(!run_dir_exists("clean"));
+	two_leave("failed", 1, true);
+	CHECK(run_dir_exists("failed"));
+	two_leave("one-left", -1, false);
+	CHECK(run_dir_exists("one-left"));
+}
+
 /* review M2 and trust: the directory is absolute; one others can write is refused */
 static void dir_absolute_and_trusted(void)
 {
@@ -485,6 +540,7 @@ int main(void)
 	RUN(wrapping_lengths_refused);
 	RUN(reused_run_refused);
 	RUN(late_node_reads_the_failure);
+	RUN(passed_run_removed_by_the_last_out);
 	RUN(dir_absolute_and_trusted);
 	RUN(simulated_nodes);
 	if (!unit_failed_cases) {
