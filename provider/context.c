@@ -127,7 +127,12 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 
 	device_finish(dev);
 	/* No device is opened while released: a checkpointer would find it. */
-	ibckpt_gate_enter(&ibckpt_open_gate);
+	err = ibckpt_gate_enter(&ibckpt_open_gate);	/* never foreign: fork.c resets it */
+	if (err) {
+		close(cmd_fd);
+		errno = err;
+		return NULL;
+	}
 	real = verbs_open_device(&dev->real->device, private_data);
 	if (!real) {
 		err = errno;
