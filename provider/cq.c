@@ -196,6 +196,13 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
+/* A poll refused at the gate (fork.c): out of line, the fast path keeps its registers. */
+static __attribute__((noinline, cold)) int poll_refused(int err)
+{
+	errno = err;
+	return -1;
+}
+
 int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
@@ -203,10 +210,8 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int n;
 
 	n = ibckpt_gate_enter(&ctx->gate);
-	if (n) {		/* an inherited CQ (fork.c) */
-		errno = n;
-		return -1;
-	}
+	if (__builtin_expect(n != 0, 0))	/* an inherited CQ (fork.c) */
+		return poll_refused(n);
 	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0)) {
 		n = poll_drained_first(cq, ne, wc);
 	} else {

@@ -673,7 +673,7 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct ibckpt_context *ctx = qp->ctx;
 	int ret;
 
-	if (!qp->rq_logged) {	/* SRQ or XRC: the vendor's answer, unlogged */
+	if (__builtin_expect(!qp->rq_logged, 0)) {	/* SRQ or XRC: the vendor's answer, unlogged */
 		ret = ibckpt_gate_enter(&ctx->gate);
 		if (ret) {
 			*bad = wr;
