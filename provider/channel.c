@@ -733,8 +733,8 @@ int ibckpt_async_open(struct ibckpt_context *ctx)
 	if (!err && chans_room())
 		err = ENOMEM;
 	if (err) {
-		pthread_mutex_unlock(&chan_lock);
 		chan_free(fc);	/* async_fd stays the (empty) pipe: closed with the context */
+		pthread_mutex_unlock(&chan_lock);
 		return err;
 	}
 	chans[nchans++] = fc;
