@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -2132,6 +2133,109 @@ static void fork_child_gets_its_own(void)
 	app_fini();
 }
 
+/* Events fired and consumed in a loop: the forwarder holds chan_lock for each. */
+struct event_churn {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	atomic_int stop, fired, got;
+	pthread_t fire, read;
+};
+
+static void *churn_fire(void *arg)
+{
+	struct event_churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		/* a bounded backlog: the pipes stay far from full */
+		if (atomic_load(&c->fired) - atomic_load(&c->got) < 64) {
+			vendor_fires(c->cq);
+			atomic_fetch_add(&c->fired, 1);
+		} else {
+			usleep(100);
+		}
+	}
+	return NULL;
+}
+
+static void *churn_read(void *arg)
+{
+	struct event_churn *c = arg;
+	struct pollfd p = { .fd = c->ch->fd, .events = POLLIN };
+	struct ibv_cq *got;
+	void *got_ctx;
+	int idle = 0;
+
+	/* until stopped and every event fired came, or 2 s without one */
+	while (!atomic_load(&c->stop) || atomic_load(&c->got) < atomic_load(&c->fired)) {
+		if (poll(&p, 1, 10) <= 0) {
+			if (++idle >= 200)
+				break;
+			continue;
+		}
+		idle = 0;
+		if (ibv_get_cq_event(c->ch, &got, &got_ctx))
+			continue;
+		ibv_ack_cq_events(got, 1);
+		atomic_fetch_add(&c->got, 1);
+	}
+	return NULL;
+}
+
+/*
+ * fork() again and again while events stream through the forwarder (which
+ * holds chan_lock around each): prepare never deadlocks with it, and every
+ * child finds the forwarding state empty and the parent's context foreign,
+ * however the fork fell; the parent's stream loses no event.
+ */
+static void fork_while_forwarding(void)
+{
+	struct event_churn c = { 0 };
+	struct ibv_comp_channel ch;
+	int i, status;
+	pid_t pid;
+
+	app_init();
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_channel(&ch);
+	c.ch = &ch;
+	c.cq = app_cq(&ch, NULL);
+	CHECK_EQ(pthread_create(&c.fire, NULL, churn_fire, &c), 0);
+	CHECK_EQ(pthread_create(&c.read, NULL, churn_read, &c), 0);
+	for (i = 0; i < 40; i++) {
+		usleep(2000);
+		fflush(stdout);
+		pid = fork();
+		if (!pid) {
+			alarm(10);
+			CHECK(ibckpt_ctxs == NULL);
+			CHECK(ibckpt_foreign_ctxs == ctx && ctx->foreign);
+			CHECK_EQ(same_file_fds(ch.fd), 1);	/* ibckpt's write end: closed */
+			/* free locks, whatever the parent's threads held at the fork */
+			ibckpt_channel_cleanup(ctx);		/* chan_lock */
+			pthread_mutex_lock(&ibckpt_ctx_lock);
+			pthread_mutex_unlock(&ibckpt_ctx_lock);
+			_exit(unit_case_failed);
+		}
+		CHECK(pid > 0);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(c.fire, NULL);
+	pthread_join(c.read, NULL);
+	CHECK(atomic_load(&c.fired) > 40);
+	CHECK_EQ(atomic_load(&c.got), atomic_load(&c.fired));
+	app_destroy_cq(c.cq);
+	app_channel_destroy(&ch);
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -2162,5 +2266,6 @@ int main(void)
 	RUN(ud_source_is_translated);
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
+	RUN(fork_while_forwarding);
 	return unit_done();
 }
