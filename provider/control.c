@@ -368,13 +368,13 @@ static bool handle_event(void)
  */
 int ibckpt_control_reattach(void)
 {
+	struct ibckpt_share_creds sc = { 0 };
+	int err;
+
 	/*
 	 * A registration still open is the release's, whose thaw may not have
 	 * been read yet (and would close it): a new one, for the freezes to come.
 	 */
-	struct ibckpt_share_creds sc = { 0 };
-	int err;
-
 	pthread_mutex_lock(&ctl_lock);
 	if (ctl_fd >= 0)
 		close(ctl_fd);

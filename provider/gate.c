@@ -22,8 +22,9 @@ void ibckpt_gate_init(struct ibckpt_gate *g)
 /*
  * Slow path of enter: step out, sleep while closed, step in again.
  * Return: 0 (inside), or EACCES at a foreign gate (outside): what uverbs
- * answers a forked child's command on its parent's file, so that every
- * verb on an inherited object fails alike.
+ * answers a forked child's write() command on its parent's file (another
+ * process's credentials), so that every verb on an inherited object fails
+ * alike.
  */
 int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 {
