@@ -41,7 +41,9 @@ int ibckpt_destroy_ah(struct ibv_ah *ibah)
 	int ret;
 
 	/* Destroys run inside the gate: a snapshot walks the objects while closed. */
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_destroy_ah(ah->real);
 	if (!ret)
 		ibckpt_obj_del(ctx, &ah->obj);

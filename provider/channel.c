@@ -49,7 +49,11 @@
  * Lifetime: channels live on one list under chan_lock; the forwarder takes
  * chan_lock around each event it forwards, ibckpt_channel_put() around
  * bookkeeping and the purge (never while the vendor waits for
- * acknowledgements).
+ * acknowledgements). Every descriptor of ours (pipe write ends, vendor
+ * channels, wake_fd) is created and closed under chan_lock, so that a
+ * fork's child, whose handler closes the parent's (fork.c), sees them all.
+ * chan_lock nests inside ibckpt_ctx_lock and ctl_lock; nothing of ours is
+ * taken under it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -703,8 +707,10 @@ int ibckpt_async_open(struct ibckpt_context *ctx)
 	fc = calloc(1, sizeof(*fc));
 	if (!fc)
 		return ENOMEM;
+	pthread_mutex_lock(&chan_lock);		/* the pipe is ours: see "Lifetime" */
 	if (pipe2(p, O_CLOEXEC)) {
 		err = errno;
+		pthread_mutex_unlock(&chan_lock);
 		free(fc);
 		return err;
 	}
@@ -713,6 +719,7 @@ int ibckpt_async_open(struct ibckpt_context *ctx)
 		err = errno;
 		close(p[0]);
 		close(p[1]);
+		pthread_mutex_unlock(&chan_lock);
 		free(fc);
 		return err;
 	}
@@ -722,13 +729,12 @@ int ibckpt_async_open(struct ibckpt_context *ctx)
 	fc->chan.pipe_wr = p[1];
 	fc->vendor_fd = ctx->real->async_fd;
 	fcntl(fc->vendor_fd, F_SETFL, O_NONBLOCK);
-	pthread_mutex_lock(&chan_lock);
 	err = start_forwarder();
 	if (!err && chans_room())
 		err = ENOMEM;
 	if (err) {
-		pthread_mutex_unlock(&chan_lock);
 		chan_free(fc);	/* async_fd stays the (empty) pipe: closed with the context */
+		pthread_mutex_unlock(&chan_lock);
 		return err;
 	}
 	chans[nchans++] = fc;
@@ -833,4 +839,57 @@ int ibckpt_fwd_init(void)
 		err = errno;
 	pthread_mutex_unlock(&chan_lock);
 	return err;
+}
+
+/**
+ * ibckpt_channel_atfork() - a fork's part of the forwarding (fork.c)
+ * @ph: the phase
+ *
+ * In the child, every channel on the list is the parent's: the forwarder
+ * thread or control thread that served them is not in the child, and the
+ * child's must not take the parent's events (its vendor channels and
+ * async files are the parent's files). The list starts empty, so that the
+ * child's first channel or context starts a forwarder of the child's.
+ * Closed: the pipes' write ends, the vendor channels ibckpt created and the
+ * wake-up eventfd, ibckpt's own descriptors (the application knows none of
+ * their numbers), which would otherwise keep the parent's files open for
+ * as long as the child lives. Kept: the application's channel and async
+ * descriptors (the pipes' read ends; the application's to close, as
+ * without ibckpt), and the vendor's async files (its context's: an
+ * ibv_close_device() of the inherited context closes them).
+ */
+void ibckpt_channel_atfork(enum ibckpt_fork_phase ph)
+{
+	unsigned int i;
+
+	if (ph == IBCKPT_FORK_PREPARE) {
+		pthread_mutex_lock(&chan_lock);
+		return;
+	}
+	if (ph == IBCKPT_FORK_CHILD) {
+		for (i = 0; i < nchans; i++) {
+			struct fwd_chan *fc = chans[i];
+
+			if (fc->chan.pipe_wr >= 0)
+				close(fc->chan.pipe_wr);
+			/* the struct stays: the parent's vendor CQs name it */
+			if (!fc->async && fc->chan.real) {
+				close(fc->chan.real->fd);
+				fc->chan.real->fd = -1;
+			}
+			free(fc);
+		}
+		free(chans);
+		chans = NULL;
+		nchans = chans_cap = 0;
+		chans_gen++;
+		if (wake_fd >= 0)
+			close(wake_fd);
+		wake_fd = -1;
+		fwd_started = false;
+		fwd_thread = false;
+		/* a parent thread may have waited on it: the copy may count it */
+		pthread_cond_init(&fwd_polled, NULL);
+	}
+	pthread_mutex_unlock(&chan_lock);
 }

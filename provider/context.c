@@ -20,9 +20,18 @@
 #include <unistd.h>
 #include "restart.h"
 
-/* Every open context: statistics at exit, and later the control thread. */
+/*
+ * Every open context of the process: what the control thread quiesces,
+ * snapshots, releases and reacquires. In a forked child, the contexts
+ * inherited from the parent are on the foreign list instead (fork.c): only
+ * ibckpt_free_context() looks there.
+ */
 pthread_mutex_t ibckpt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-struct ibckpt_context *ibckpt_ctxs;	/* under ibckpt_ctx_lock */
+struct ibckpt_context *ibckpt_ctxs;		/* under ibckpt_ctx_lock */
+struct ibckpt_context *ibckpt_foreign_ctxs;	/* under ibckpt_ctx_lock */
+
+/* Every device's lazy set-up (device_finish()): once per open, cold. */
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_uint ibckpt_ids;
 
@@ -66,7 +75,7 @@ static void device_finish(struct ibckpt_device *dev)
 {
 	struct ibv_device *shadow = &dev->vdev.device, *real = &dev->real->device;
 
-	pthread_mutex_lock(&dev->lock);
+	pthread_mutex_lock(&dev_lock);
 	if (!dev->real_ready) {
 		real->node_type = shadow->node_type;
 		real->transport_type = shadow->transport_type;
@@ -77,7 +86,7 @@ static void device_finish(struct ibckpt_device *dev)
 		dev->real->core_support = dev->vdev.core_support;
 		dev->real_ready = true;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&dev_lock);
 }
 
 /**
@@ -87,6 +96,7 @@ static void device_finish(struct ibckpt_device *dev)
  */
 void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 {
+	ibckpt_fork_init();	/* a child of this process must know it is one */
 	ctx->real = real;
 	ibckpt_gate_init(&ctx->gate);
 	pthread_mutex_init(&ctx->lock, NULL);
@@ -127,7 +137,12 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 
 	device_finish(dev);
 	/* No device is opened while released: a checkpointer would find it. */
-	ibckpt_gate_enter(&ibckpt_open_gate);
+	err = ibckpt_gate_enter(&ibckpt_open_gate);	/* never foreign: fork.c resets it */
+	if (err) {
+		close(cmd_fd);
+		errno = err;
+		return NULL;
+	}
 	real = verbs_open_device(&dev->real->device, private_data);
 	if (!real) {
 		err = errno;
@@ -226,10 +241,11 @@ static void ibckpt_free_context(struct ibv_context *context)
 {
 	struct ibckpt_context *ctx = to_ictx(context), **p;
 
-	if (getenv("IBCKPT_STATS"))
+	/* a foreign context's statistics are its parent's, which prints them */
+	if (getenv("IBCKPT_STATS") && !ctx->foreign)
 		print_stats(ctx);
 	pthread_mutex_lock(&ibckpt_ctx_lock);
-	for (p = &ibckpt_ctxs; *p; p = &(*p)->next) {
+	for (p = ctx->foreign ? &ibckpt_foreign_ctxs : &ibckpt_ctxs; *p; p = &(*p)->next) {
 		if (*p == ctx) {
 			*p = ctx->next;
 			break;
@@ -242,6 +258,49 @@ static void ibckpt_free_context(struct ibv_context *context)
 	ibckpt_context_fini(ctx);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
+}
+
+/**
+ * ibckpt_context_atfork() - a fork's part of the contexts (fork.c)
+ * @ph: the phase
+ *
+ * In the child, every context is its parent's: foreign, off ibckpt_ctxs,
+ * its gate refusing every verb. The gates the parent held closed (a
+ * freeze) or counted its threads in are the parent's: the open gate and
+ * the freeze and release state start anew, so that the child opens,
+ * freezes and restarts its own contexts as any process.
+ */
+void ibckpt_context_atfork(enum ibckpt_fork_phase ph)
+{
+	struct ibckpt_context *ctx, *next;
+
+	if (ph == IBCKPT_FORK_PREPARE) {
+		pthread_mutex_lock(&ibckpt_ctx_lock);
+		return;
+	}
+	if (ph == IBCKPT_FORK_CHILD) {
+		for (ctx = ibckpt_ctxs; ctx; ctx = next) {
+			next = ctx->next;
+			ibckpt_gate_make_foreign(&ctx->gate);
+			ctx->gate_closed = false;
+			ctx->foreign = true;
+			ctx->next = ibckpt_foreign_ctxs;
+			ibckpt_foreign_ctxs = ctx;
+		}
+		ibckpt_ctxs = NULL;
+		ibckpt_gate_init(&ibckpt_open_gate);
+		ibckpt_released = false;
+	}
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+}
+
+/* dev_lock: real_ready is the process's, valid in a child. */
+void ibckpt_device_atfork(enum ibckpt_fork_phase ph)
+{
+	if (ph == IBCKPT_FORK_PREPARE)
+		pthread_mutex_lock(&dev_lock);
+	else
+		pthread_mutex_unlock(&dev_lock);
 }
 
 /* Does the caller's struct ibv_device_attr_ex of @size bytes have @field? */

@@ -48,9 +48,27 @@ static int fault_quiesce;
 static bool fault_no_answer;
 static char *fault_reacquire;
 
+/*
+ * ctl_lock: the start of the control thread, and every change of ctl_fd
+ * (the control thread reads it without the lock: nobody else writes it but
+ * a fork's child), so that a forked child knows which descriptor is the
+ * parent's registration (fork.c). Taken under ibckpt_ctx_lock, never the
+ * other way round.
+ */
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t ctl_pid;			/* process that started it (fork resets) */
+static pid_t ctl_pid;			/* process that started it (a fork's child: not it) */
 static atomic_bool ctl_forwarding;	/* it forwards completion events (channel.c) */
+static int ctl_fd = -1;			/* the registered /dev/ibckpt; ctl_lock */
+
+/* @fd, or -1, replaces the registration's descriptor. */
+static void ctl_fd_set(int fd)
+{
+	pthread_mutex_lock(&ctl_lock);
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	ctl_fd = fd;
+	pthread_mutex_unlock(&ctl_lock);
+}
 
 /*
  * Does the control thread forward completion events? It does once started:
@@ -282,11 +300,11 @@ static int register_fd(int fd)
 	return 0;
 }
 
-/* One event of the module's; false when the channel is gone. */
-static bool handle_event(int *fdp)
+/* One event of the module's; false when the channel is gone. Context: the control thread. */
+static bool handle_event(void)
 {
 	struct ibckpt_event ev;
-	int fd = *fdp;
+	int fd = ctl_fd;
 	ssize_t r = read(fd, &ev, sizeof(ev));
 
 	if (r < 0 && errno == EINTR)
@@ -322,8 +340,7 @@ static bool handle_event(int *fdp)
 			 * module's stays open for a checkpointer to trip on.
 			 */
 			pthread_mutex_unlock(&ibckpt_ctx_lock);
-			close(fd);
-			*fdp = -1;
+			ctl_fd_set(-1);
 			ibckpt_dbg("session %llu over, released: waiting for a reacquire",
 				   (unsigned long long)ev.session);
 			return true;
@@ -336,8 +353,6 @@ static bool handle_event(int *fdp)
 	}
 	return true;
 }
-
-static int ctl_fd = -1;	/* the registered /dev/ibckpt; the control thread's */
 
 /**
  * ibckpt_control_reattach() - the module's again, at the start of a reacquire
@@ -353,21 +368,25 @@ static int ctl_fd = -1;	/* the registered /dev/ibckpt; the control thread's */
  */
 int ibckpt_control_reattach(void)
 {
+	struct ibckpt_share_creds sc = { 0 };
+	int err;
+
 	/*
 	 * A registration still open is the release's, whose thaw may not have
 	 * been read yet (and would close it): a new one, for the freezes to come.
 	 */
+	pthread_mutex_lock(&ctl_lock);
 	if (ctl_fd >= 0)
 		close(ctl_fd);
 	ctl_fd = open("/dev/" IBCKPT_DEVICE_NAME, O_RDWR | O_CLOEXEC);
-	if (ctl_fd < 0)
-		return errno;
+	err = ctl_fd < 0 ? errno : 0;
+	pthread_mutex_unlock(&ctl_lock);
+	if (err)
+		return err;
 	if (register_fd(ctl_fd)) {
-		close(ctl_fd);
-		ctl_fd = -1;
+		ctl_fd_set(-1);
 		return EPROTO;
 	}
-	struct ibckpt_share_creds sc = { 0 };
 
 	if (ioctl(ctl_fd, IBCKPT_IOC_SHARE_CREDS, &sc))
 		return errno;
@@ -385,10 +404,9 @@ static void *control_main(void *arg)
 	struct pollfd *p = NULL;
 	unsigned int n, cap = 0;
 
-	ctl_fd = (int)(intptr_t)arg;
+	(void)arg;	/* ctl_fd: set by ibckpt_control_start() */
 	if (register_fd(ctl_fd)) {
-		close(ctl_fd);
-		ctl_fd = -1;
+		ctl_fd_set(-1);
 		stop_forwarding();
 		return NULL;
 	}
@@ -412,10 +430,8 @@ static void *control_main(void *arg)
 		}
 		/* the module's events first: a thaw comes before the reacquire after it */
 		if (p[0].fd >= 0 && (p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
-		    !handle_event(&ctl_fd)) {
-			close(ctl_fd);
-			ctl_fd = -1;
-		}
+		    !handle_event())
+			ctl_fd_set(-1);
 		if (p[1].revents & POLLIN)
 			ibckpt_rctl_serve();
 	}
@@ -452,20 +468,52 @@ void ibckpt_control_start(void)
 		close(fd);
 		goto out;
 	}
+	ctl_fd = fd;	/* under ctl_lock from its open: a fork's child closes it */
 	atomic_store(&ctl_forwarding, true);
 	/* Signals are the application's: none is delivered to this thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &attr, control_main, (void *)(intptr_t)fd);
+	err = pthread_create(&t, &attr, control_main, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		fprintf(stderr, "ibckpt: cannot start the control thread: %s\n", strerror(err));
 		close(fd);
+		ctl_fd = -1;
 		stop_forwarding();
 	}
 out:
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+/**
+ * ibckpt_control_atfork() - a fork's part of the control thread (fork.c)
+ * @ph: the phase
+ *
+ * The child has no control thread; it starts one with its first context
+ * of its own (ctl_pid is not the child's). The parent's /dev/ibckpt
+ * descriptor is closed: the module registers no child through it (an fd
+ * inherited across fork() belongs to its opener, kmod/chardev.c), and ends
+ * the parent's registration only when the file is released, so a copy
+ * left open here would keep the parent registered after the parent closed
+ * its own (a released parent's reacquire would then be refused, EBUSY) or
+ * exited. ctl_fd is the parent's descriptor at the fork: every change of
+ * it is made under ctl_lock, which prepare holds.
+ */
+void ibckpt_control_atfork(enum ibckpt_fork_phase ph)
+{
+	if (ph == IBCKPT_FORK_PREPARE) {
+		pthread_mutex_lock(&ctl_lock);
+		return;
+	}
+	if (ph == IBCKPT_FORK_CHILD) {
+		if (ctl_fd >= 0)
+			close(ctl_fd);
+		ctl_fd = -1;
+		atomic_store(&ctl_forwarding, false);
+		ibckpt_quiesced = false;	/* under ibckpt_ctx_lock, held */
+	}
 	pthread_mutex_unlock(&ctl_lock);
 }

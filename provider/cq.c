@@ -44,7 +44,12 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
 	cq->wc_flags = ex ? init->wc_flags : 0;
 	ibckpt_spin_init(&cq->lock);
 	/* CQs come and go inside the gate: the control thread walks them while closed. */
-	ibckpt_gate_enter(&ctx->gate);
+	err = ibckpt_gate_enter(&ctx->gate);
+	if (err) {
+		free(cq);
+		errno = err;
+		return NULL;
+	}
 	if (channel) {
 		err = ibckpt_channel_get(ctx, channel, &cq->chan);
 		if (err)
@@ -132,7 +137,9 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	struct ibckpt_context *ctx = cq->ctx;
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_destroy_cq(cq->real);
 	if (ret) {
 		ibckpt_gate_exit(&ctx->gate);
@@ -189,13 +196,22 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
+/* A poll refused at the gate (fork.c): out of line, the fast path keeps its registers. */
+static __attribute__((noinline, cold)) int poll_refused(int err)
+{
+	errno = err;
+	return -1;
+}
+
 int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
 	struct ibckpt_context *ctx = cq->ctx;
 	int n;
 
-	ibckpt_gate_enter(&ctx->gate);
+	n = ibckpt_gate_enter(&ctx->gate);
+	if (__builtin_expect(n != 0, 0))	/* an inherited CQ (fork.c) */
+		return poll_refused(n);
 	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0)) {
 		n = poll_drained_first(cq, ne, wc);
 	} else {
@@ -269,7 +285,9 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 	int ret;
 
 	/* Inside the gate: polls test the private queue without its lock. */
-	ibckpt_gate_enter(&cq->ctx->gate);
+	ret = ibckpt_gate_enter(&cq->ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_resize_cq(cq->real, cqe);
 	if (ret)
 		goto out;

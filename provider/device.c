@@ -112,7 +112,6 @@ static struct verbs_device *ibckpt_alloc_device(struct verbs_sysfs_dev *sysfs_de
 	dev->vendor = vendor;
 	dev->vendor_match = sysfs_dev->match;
 	dev->driver_id = sysfs_dev->driver_id;
-	pthread_mutex_init(&dev->lock, NULL);
 	dev->real = vendor->alloc_device(sysfs_dev);
 	if (!dev->real) {
 		fprintf(stderr, "ibckpt: %s: provider %s could not allocate the device\n",
@@ -134,7 +133,6 @@ static void ibckpt_uninit_device(struct verbs_device *vdev)
 	/* libibverbs freed the shared sysfs_dev already; the vendor does not use it here. */
 	dev->real->sysfs = NULL;
 	dev->vendor->uninit_device(dev->real);
-	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
@@ -196,6 +194,7 @@ static void __attribute__((constructor)) ibckpt_register(void)
 		ibckpt_match_table[id - 1].kind = VERBS_MATCH_DRIVER_ID;
 		ibckpt_match_table[id - 1].u.driver_id = (uint64_t)id;
 	}
+	ibckpt_fork_init();	/* before any device list a child could inherit */
 	verbs_register_driver_34(&ibckpt_dev_ops);
 	ibckpt_dbg("provider %s registered (rdma-core %d)", IBCKPT_VERSION, IBCKPT_RDMA_CORE_MAJOR);
 }

@@ -19,22 +19,44 @@ void ibckpt_gate_init(struct ibckpt_gate *g)
 	atomic_init(&g->closed, 0);
 }
 
-/* Slow path of enter: step out, sleep while closed, step in again. */
-void ibckpt_gate_wait_open(struct ibckpt_gate *g)
+/*
+ * Slow path of enter: step out, sleep while closed, step in again.
+ * Return: 0 (inside), or EACCES at a foreign gate (outside): what uverbs
+ * answers a forked child's write() command on its parent's file (another
+ * process's credentials), so that every verb on an inherited object fails
+ * alike.
+ */
+int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 {
 	for (;;) {
+		if (atomic_load(&g->closed) == IBCKPT_GATE_FOREIGN) {
+			atomic_fetch_sub(&g->inflight, 1);	/* nobody closes it: no wake */
+			return EACCES;
+		}
 		ibckpt_gate_exit(g);
-		while (atomic_load(&g->closed))
+		while (atomic_load(&g->closed) == 1)
 			futex(&g->closed, FUTEX_WAIT_PRIVATE, 1, NULL);
 		atomic_fetch_add(&g->inflight, 1);
 		if (!atomic_load(&g->closed))
-			return;
+			return 0;
 	}
 }
 
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g)
 {
 	futex(&g->inflight, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+/*
+ * In a forked child, for a context inherited from the parent: the parent's
+ * threads counted inside do not exist here, and no thread of the child
+ * gets in again (ibckpt_gate_wait_open()). Single-threaded (the child's
+ * atfork handler).
+ */
+void ibckpt_gate_make_foreign(struct ibckpt_gate *g)
+{
+	atomic_store(&g->inflight, 0);
+	atomic_store(&g->closed, IBCKPT_GATE_FOREIGN);
 }
 
 static long ms_since(const struct timespec *t0)

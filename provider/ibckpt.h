@@ -60,8 +60,7 @@ struct ibckpt_device {
 	const struct verbs_device_ops *vendor;	/* found by vendor.c */
 	const struct verbs_match_ent *vendor_match;
 	struct verbs_device *real;		/* vendor's device */
-	pthread_mutex_t lock;			/* real's lazy set-up */
-	bool real_ready;
+	bool real_ready;			/* real's lazy set-up done; dev_lock (context.c) */
 	uint32_t driver_id;
 };
 
@@ -69,6 +68,7 @@ struct ibckpt_context {
 	struct ibckpt_gate gate;		/* hot: first */
 	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
 	bool remapped;				/* virtual != real IDs (after restart) */
+	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
 	struct ibckpt_spinlock qpn_lock;		/* qpns, xsrqs, last_qp: taken per poll */
@@ -378,6 +378,24 @@ int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplet
 /* context.c: every open context */
 extern pthread_mutex_t ibckpt_ctx_lock;
 extern struct ibckpt_context *ibckpt_ctxs;
+extern struct ibckpt_context *ibckpt_foreign_ctxs;
+
+/*
+ * fork.c: the pthread_atfork handlers, and each file's part of them (the
+ * order of the locks: fork.c).
+ */
+enum ibckpt_fork_phase {
+	IBCKPT_FORK_PREPARE,		/* take the file's global lock */
+	IBCKPT_FORK_PARENT,		/* release it */
+	IBCKPT_FORK_CHILD,		/* reset what is the parent's, release it */
+};
+void ibckpt_fork_init(void);
+void ibckpt_context_atfork(enum ibckpt_fork_phase ph);	/* ibckpt_ctx_lock */
+void ibckpt_device_atfork(enum ibckpt_fork_phase ph);	/* dev_lock (context.c) */
+void ibckpt_control_atfork(enum ibckpt_fork_phase ph);	/* ctl_lock */
+void ibckpt_channel_atfork(enum ibckpt_fork_phase ph);	/* chan_lock */
+void ibckpt_vendor_atfork(enum ibckpt_fork_phase ph);	/* the vendor cache's lock */
+void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
 
 /* control.c */
 extern bool ibckpt_quiesced;

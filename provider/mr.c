@@ -90,7 +90,9 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr)
 	struct ibckpt_context *ctx = to_ictx(vmr->ibv_mr.context);
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_dereg_mr(mr->real);
 	if (!ret) {
 		ibckpt_key_del(ctx, &ctx->lkeys, vmr->ibv_mr.lkey, mr->lkey_gen);

@@ -50,7 +50,9 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 	struct ibckpt_context *ctx = to_ictx(ibmw->context);
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_dealloc_mw(mw->real);
 	if (!ret) {
 		ibckpt_key_del(ctx, &ctx->rkeys, mw->bound_rkey, mw->rkey_gen);
@@ -101,7 +103,9 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
 
 	if (rb.bind_info.mr)
 		rb.bind_info.mr = to_imr(rb.bind_info.mr)->real;
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ibckpt_spin_lock(&qp->sq_lock);
 	ret = ibckpt_wrlog_send(&qp->sq, &wr);
 	if (!ret) {

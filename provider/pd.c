@@ -31,7 +31,9 @@ int ibckpt_dealloc_pd(struct ibv_pd *ibpd)
 	struct ibckpt_context *ctx = to_ictx(ibpd->context);
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_dealloc_pd(pd->real);
 	if (!ret)
 		ibckpt_obj_del(ctx, &pd->obj);

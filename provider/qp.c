@@ -268,7 +268,9 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	uint32_t rqpn;
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	rqpn = qp->real->qp_num;
 	ret = ibv_destroy_qp(qp->real);
 	if (ret) {
@@ -317,7 +319,9 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	 * Inside the gate: a snapshot reads the QP's state and history while
 	 * closed, and a restart rewrites the translations used below.
 	 */
-	ibckpt_gate_enter(&qp->ctx->gate);
+	ret = ibckpt_gate_enter(&qp->ctx->gate);
+	if (ret)
+		return ret;
 	/* Address vectors name virtual addresses (addr.h): the vendor gets real ones. */
 	if (mask & (IBV_QP_AV | IBV_QP_ALT_PATH)) {
 		ra = *attr;
@@ -543,7 +547,11 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	struct ibv_send_wr *rbad = NULL;
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret) {
+		*bad = wr;
+		return ret;
+	}
 	ibckpt_spin_lock(&qp->sq_lock);
 	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
 	if (__builtin_expect(ctx->remapped, 0)) {
@@ -626,7 +634,11 @@ int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 	struct ibv_send_wr *end, *last;
 	int ret = 0;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret) {
+		*bad = wr;
+		return ret;
+	}
 	ibckpt_spin_lock(&qp->sq_lock);
 	while (wr && !ret) {
 		bool aw = wr->opcode == IBV_WR_ATOMIC_WRITE;
@@ -661,13 +673,21 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct ibckpt_context *ctx = qp->ctx;
 	int ret;
 
-	if (!qp->rq_logged) {	/* SRQ or XRC: the vendor's answer, unlogged */
-		ibckpt_gate_enter(&ctx->gate);
+	if (__builtin_expect(!qp->rq_logged, 0)) {	/* SRQ or XRC: the vendor's answer, unlogged */
+		ret = ibckpt_gate_enter(&ctx->gate);
+		if (ret) {
+			*bad = wr;
+			return ret;
+		}
 		ret = ibv_post_recv(qp->real, wr, bad);
 		ibckpt_gate_exit(&ctx->gate);
 		return ret;
 	}
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret) {
+		*bad = wr;
+		return ret;
+	}
 	ibckpt_spin_lock(&qp->rq_lock);
 	if (__builtin_expect(ctx->remapped, 0)) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "restart.h"
 
+/* Created by the control thread under ibckpt_ctx_lock (a fork's prepare holds it). */
 static int cmd_pipe[2] = { -1, -1 }, reply_pipe[2] = { -1, -1 };
 static pid_t rctl_pid;			/* the process the pipes are of (fork) */
 
@@ -237,4 +238,24 @@ bool ibckpt_rctl_serve(void)
 	free(payload);
 	reply(&h, (uint32_t)err, ids, nids * (uint32_t)sizeof(*ids));
 	return done;
+}
+
+/*
+ * A fork's child (fork.c): the pipes are the parent's channel, which only
+ * the parent's control thread serves; the child makes its own at its first
+ * freeze. The copies are closed: descriptors of ibckpt's own, which no
+ * CLI ever opens through the child.
+ */
+void ibckpt_rctl_atfork_child(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (cmd_pipe[i] >= 0)
+			close(cmd_pipe[i]);
+		if (reply_pipe[i] >= 0)
+			close(reply_pipe[i]);
+		cmd_pipe[i] = reply_pipe[i] = -1;
+	}
+	rctl_pid = 0;
 }

@@ -129,7 +129,9 @@ int ibckpt_destroy_srq(struct ibv_srq *ibsrq)
 	struct ibckpt_context *ctx = srq->ctx;
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_destroy_srq(srq->real);
 	if (!ret) {
 		if (srq->type == IBV_SRQT_XRC) {	/* no poller retires into it any more */
@@ -156,7 +158,9 @@ int ibckpt_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask
 	struct ibckpt_context *ctx = to_ictx(ibsrq->context);
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_modify_srq(to_isrq(ibsrq)->real, attr, mask);
 	if (!ret && (mask & IBV_SRQ_LIMIT))
 		to_isrq(ibsrq)->srq_limit = attr->srq_limit;
@@ -210,7 +214,11 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	struct ibckpt_context *ctx = srq->ctx;
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret) {
+		*bad = wr;
+		return ret;
+	}
 	ibckpt_spin_lock(&srq->lock);
 	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };

@@ -28,6 +28,9 @@
 #define MAX_SEGS 8
 #define MAX_MATCH_ENTS 4096
 
+/* The cache of ibckpt_vendor_find(); taken by a fork's prepare, last (fork.c). */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct object_map {
 	uintptr_t lo[MAX_SEGS], hi[MAX_SEGS];
 	bool exec[MAX_SEGS];
@@ -180,8 +183,7 @@ const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
 	 * remember its answer per driver id; libibverbs asks twice per device
 	 * (match, then alloc) and again on every rescan of the device list.
 	 */
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static struct {
+	static struct {			/* under cache_lock */
 		uint32_t driver_id;
 		const struct verbs_device_ops *ops;
 		const struct verbs_match_ent *match;
@@ -190,11 +192,11 @@ const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
 	struct search s = { .driver_id = driver_id, .self = &ibckpt_ctx_ops };
 	unsigned int i;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&cache_lock);
 	for (i = 0; i < ncache; i++) {
 		if (cache[i].driver_id == driver_id) {
 			*match = cache[i].match;
-			pthread_mutex_unlock(&lock);
+			pthread_mutex_unlock(&cache_lock);
 			return cache[i].ops;
 		}
 	}
@@ -210,6 +212,15 @@ const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
 			ncache++;
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&cache_lock);
 	return s.found;
+}
+
+/* The cache is the process's, valid in a child: only its lock is reset. */
+void ibckpt_vendor_atfork(enum ibckpt_fork_phase ph)
+{
+	if (ph == IBCKPT_FORK_PREPARE)
+		pthread_mutex_lock(&cache_lock);
+	else
+		pthread_mutex_unlock(&cache_lock);
 }

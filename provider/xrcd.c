@@ -34,7 +34,9 @@ int ibckpt_close_xrcd(struct ibv_xrcd *ibxrcd)
 	struct ibckpt_context *ctx = to_ictx(ibxrcd->context);
 	int ret;
 
-	ibckpt_gate_enter(&ctx->gate);
+	ret = ibckpt_gate_enter(&ctx->gate);
+	if (ret)
+		return ret;
 	ret = ibv_close_xrcd(xrcd->real);
 	if (!ret)
 		ibckpt_obj_del(ctx, &xrcd->obj);

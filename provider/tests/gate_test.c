@@ -2,6 +2,7 @@
 /* Quiesce gate (gate.h) with real threads, under ASan + UBSan. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include "../gate.h"
@@ -16,7 +17,8 @@ static void *worker(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		ibckpt_gate_enter(&gate);
+		if (ibckpt_gate_enter(&gate))
+			abort();
 		atomic_fetch_add(&inside, 1);
 		atomic_fetch_add(&entries, 1);
 		atomic_fetch_sub(&inside, 1);
@@ -56,7 +58,7 @@ static void close_excludes_threads(void)
 static void close_times_out(void)
 {
 	ibckpt_gate_init(&gate);
-	ibckpt_gate_enter(&gate);
+	CHECK_EQ(ibckpt_gate_enter(&gate), 0);
 	CHECK_EQ(ibckpt_gate_close(&gate, 20), ETIMEDOUT);
 	CHECK_EQ(atomic_load(&gate.closed), 0);
 	ibckpt_gate_exit(&gate);
@@ -64,9 +66,30 @@ static void close_times_out(void)
 	ibckpt_gate_open(&gate);
 }
 
+/*
+ * A forked child's copy of a gate its parent's threads were inside, or had
+ * closed: made foreign, it refuses at once (no sleep on the copied count or
+ * word), counts nobody inside, and never lets anyone in.
+ */
+static void foreign_gate_refuses(void)
+{
+	int i;
+
+	ibckpt_gate_init(&gate);
+	CHECK_EQ(ibckpt_gate_enter(&gate), 0);		/* a parent thread, inside */
+	atomic_store(&gate.closed, 1);			/* and a quiesce under way */
+	ibckpt_gate_make_foreign(&gate);
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(ibckpt_gate_enter(&gate), EACCES);
+		CHECK_EQ(atomic_load(&gate.inflight), 0);
+	}
+	CHECK_EQ(atomic_load(&gate.closed), IBCKPT_GATE_FOREIGN);
+}
+
 int main(void)
 {
 	RUN(close_excludes_threads);
 	RUN(close_times_out);
+	RUN(foreign_gate_refuses);
 	return unit_done();
 }

@@ -15,7 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "../restart.h"
 #define UNIT_SUITE "provider/stack"
 #include "../../tests/unit/unit.h"
@@ -1992,6 +1997,245 @@ static void device_caps_match_what_is_stacked(void)
 	app_fini();
 }
 
+/* ---- fork() (fork.c) ---- */
+
+/* How many of the process's descriptors are the file @fd is (a pipe's two ends: 2). */
+static int same_file_fds(int fd)
+{
+	struct stat want, st;
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	CHECK(d != NULL);
+	if (!d || fstat(fd, &want))
+		return -1;
+	while ((e = readdir(d))) {
+		int i = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && i != dirfd(d) && !fstat(i, &st) &&
+		    st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The child's part of fork_child_gets_its_own(); its exit status says
+ * whether every check passed. SIGALRM ends it if a verb hangs.
+ */
+static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *parent_cq,
+			 struct ibv_comp_channel *parent_ch)
+{
+	struct ibv_comp_channel ch;
+	struct ibv_cq *cq, *got;
+	struct ibv_wc wc;
+	void *got_ctx;
+
+	alarm(10);
+	/* inherited: foreign, walked by no quiesce of the child's */
+	CHECK(ibckpt_ctxs == NULL);
+	CHECK(ibckpt_foreign_ctxs == parent_ctx);
+	CHECK(parent_ctx->foreign);
+	CHECK_EQ(atomic_load(&parent_ctx->gate.inflight), 0);
+	/* refused at once: the parent's thread inside the gate and its qpn_lock are not here */
+	errno = 0;
+	CHECK_EQ(ibckpt_poll_cq(parent_cq, 1, &wc), -1);
+	CHECK_EQ(errno, EACCES);
+	CHECK_EQ(ibckpt_gated_ops.req_notify_cq(parent_cq, 0), EACCES);
+	CHECK_EQ(ibckpt_destroy_cq(parent_cq), EACCES);
+	errno = 0;
+	CHECK(ibckpt_create_cq(&parent_ctx->vctx.context, 4, NULL, 0) == NULL);
+	CHECK_EQ(errno, EACCES);
+	CHECK(ibckpt_gated_ops.alloc_pd(&parent_ctx->vctx.context) == NULL);
+	CHECK_EQ(errno, EACCES);
+	/* ibckpt's end of the parent's channel is closed; the application's stays */
+	CHECK_EQ(same_file_fds(parent_ch->fd), 1);
+
+	/* a context of its own: its channel's events reach it (a forwarder of its own) */
+	app_init();
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_channel(&ch);
+	cq = app_cq(&ch, &ch);
+	CHECK_EQ(same_file_fds(ch.fd), 2);		/* read end and ibckpt's write end */
+	vendor_fires(cq);
+	CHECK(channel_holds(&ch, 1));
+	CHECK_EQ(ibv_get_cq_event(&ch, &got, &got_ctx), 0);
+	CHECK(got == cq);
+	CHECK(got_ctx == &ch);
+	ibv_ack_cq_events(cq, 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 0);
+	app_destroy_cq(cq);
+	app_channel_destroy(&ch);
+	_exit(unit_case_failed);	/* no exit handlers: the parent's state is not ours to free */
+}
+
+/*
+ * fork() with a parent thread inside a verb (the gate counts it, and it
+ * holds the context's qpn_lock, as a poll does): the child's copy of the
+ * context is foreign, every verb on it refused at once; a context the child
+ * opens works, its completion channel included. The parent goes on.
+ */
+static void fork_child_gets_its_own(void)
+{
+	struct ibckpt_context *pctx;
+	struct ibv_comp_channel ch;
+	struct ibv_cq *cq, *got;
+	struct ibv_wc wc;
+	void *got_ctx;
+	int status = -1;
+	pid_t pid;
+
+	app_init();
+	pctx = ctx;
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_channel(&ch);
+	cq = app_cq(&ch, NULL);
+	CHECK_EQ(same_file_fds(ch.fd), 2);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .qp_num = 0x1234 };
+
+	CHECK_EQ(ibckpt_gate_enter(&ctx->gate), 0);
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		forked_child(pctx, cq, &ch);
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_gate_exit(&ctx->gate);
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "  the child died of signal %d (a verb hung)\n", WTERMSIG(status));
+
+	/* the parent's context is its own still */
+	CHECK(!ctx->foreign);
+	CHECK(ibckpt_ctxs == ctx);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 9);
+	vendor_fires(cq);
+	CHECK(channel_holds(&ch, 1));
+	CHECK_EQ(ibv_get_cq_event(&ch, &got, &got_ctx), 0);
+	CHECK(got == cq);
+	ibv_ack_cq_events(cq, 1);
+	app_destroy_cq(cq);
+	app_channel_destroy(&ch);
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_fini();
+}
+
+/* Events fired and consumed in a loop: the forwarder holds chan_lock for each. */
+struct event_churn {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	atomic_int stop, fired, got;
+	pthread_t fire, read;
+};
+
+static void *churn_fire(void *arg)
+{
+	struct event_churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		/* a bounded backlog: the pipes stay far from full */
+		if (atomic_load(&c->fired) - atomic_load(&c->got) < 64) {
+			vendor_fires(c->cq);
+			atomic_fetch_add(&c->fired, 1);
+		} else {
+			usleep(100);
+		}
+	}
+	return NULL;
+}
+
+static void *churn_read(void *arg)
+{
+	struct event_churn *c = arg;
+	struct pollfd p = { .fd = c->ch->fd, .events = POLLIN };
+	struct ibv_cq *got;
+	void *got_ctx;
+	int idle = 0;
+
+	/* until stopped and every event fired came, or 2 s without one */
+	while (!atomic_load(&c->stop) || atomic_load(&c->got) < atomic_load(&c->fired)) {
+		if (poll(&p, 1, 10) <= 0) {
+			if (++idle >= 200)
+				break;
+			continue;
+		}
+		idle = 0;
+		if (ibv_get_cq_event(c->ch, &got, &got_ctx))
+			continue;
+		ibv_ack_cq_events(got, 1);
+		atomic_fetch_add(&c->got, 1);
+	}
+	return NULL;
+}
+
+/*
+ * fork() again and again while events stream through the forwarder (which
+ * holds chan_lock around each): prepare never deadlocks with it, and every
+ * child finds the forwarding state empty and the parent's context foreign,
+ * however the fork fell; the parent's stream loses no event.
+ */
+static void fork_while_forwarding(void)
+{
+	struct event_churn c = { 0 };
+	struct ibv_comp_channel ch;
+	int i, status;
+	pid_t pid;
+
+	app_init();
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_channel(&ch);
+	c.ch = &ch;
+	c.cq = app_cq(&ch, NULL);
+	CHECK_EQ(pthread_create(&c.fire, NULL, churn_fire, &c), 0);
+	CHECK_EQ(pthread_create(&c.read, NULL, churn_read, &c), 0);
+	for (i = 0; i < 40; i++) {
+		usleep(2000);
+		fflush(stdout);
+		pid = fork();
+		if (!pid) {
+			alarm(10);
+			CHECK(ibckpt_ctxs == NULL);
+			CHECK(ibckpt_foreign_ctxs == ctx && ctx->foreign);
+			CHECK_EQ(same_file_fds(ch.fd), 1);	/* ibckpt's write end: closed */
+			/* free locks, whatever the parent's threads held at the fork */
+			ibckpt_channel_cleanup(ctx);		/* chan_lock */
+			pthread_mutex_lock(&ibckpt_ctx_lock);
+			pthread_mutex_unlock(&ibckpt_ctx_lock);
+			_exit(unit_case_failed);
+		}
+		CHECK(pid > 0);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(c.fire, NULL);
+	pthread_join(c.read, NULL);
+	CHECK(atomic_load(&c.fired) > 40);
+	CHECK_EQ(atomic_load(&c.got), atomic_load(&c.fired));
+	app_destroy_cq(c.cq);
+	app_channel_destroy(&ch);
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -2021,5 +2265,7 @@ int main(void)
 	RUN(multicast_groups_come_back);
 	RUN(ud_source_is_translated);
 	RUN(device_caps_match_what_is_stacked);
+	RUN(fork_child_gets_its_own);
+	RUN(fork_while_forwarding);
 	return unit_done();
 }
