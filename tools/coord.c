@@ -112,26 +112,58 @@ static int rec_read(const char *path, struct coord_rec *h, char **msg, void **da
 /* What the verdicts in a run's directory say. */
 struct run_tally {
 	unsigned int passed, failed;	/* verdicts; unreadable ones count as failed */
-	unsigned int done;		/* nodes of the run that left it (coord_close()) */
+	unsigned int done;		/* distinct nodes of the run that left it (coord_close()) */
 };
 
-/* Count @dir's verdicts, and its done.R files for R below @n. Return: 0 or -1. */
+/* @name is "done.R", R in decimal as coord_close() writes it: *@rank = R. */
+static int done_rank(const char *name, unsigned int *rank)
+{
+	unsigned long r;
+	char *end;
+
+	if (strncmp(name, "done.", 5) || name[5] < '0' || name[5] > '9' ||
+	    (name[5] == '0' && name[6]))
+		return 0;
+	errno = 0;
+	r = strtoul(name + 5, &end, 10);
+	if (errno || *end || r >= COORD_MAX_NODES)
+		return 0;
+	*rank = (unsigned int)r;
+	return 1;
+}
+
+/*
+ * Count @dir's verdicts, and the distinct ranks below @n of its done files
+ * (@n 0: none). Return: 0 or -1.
+ */
 static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
 {
-	char path[4400], why[512], *msg, end;
+	char path[4400], why[512], *msg;
+	unsigned char *seen = NULL;
 	struct coord_rec h;
 	struct dirent *d;
-	DIR *dd = opendir(dir);
 	unsigned int r;
 	size_t len;
 	void *data;
+	DIR *dd;
 
 	memset(t, 0, sizeof(*t));
-	if (!dd)
+	if (n) {
+		seen = calloc((n + 7) / 8, 1);
+		if (!seen)
+			return -1;
+	}
+	dd = opendir(dir);
+	if (!dd) {
+		free(seen);
 		return -1;
+	}
 	while ((d = readdir(dd))) {
-		if (sscanf(d->d_name, "done.%u%c", &r, &end) == 1) {
-			t->done += r < n;
+		if (done_rank(d->d_name, &r)) {
+			if (r < n && !(seen[r / 8] & (1u << (r % 8)))) {
+				seen[r / 8] |= (unsigned char)(1u << (r % 8));
+				t->done++;
+			}
 			continue;
 		}
 		len = strlen(d->d_name);
@@ -147,6 +179,7 @@ static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
 		free(data);
 	}
 	closedir(dd);
+	free(seen);
 	return 0;
 }
 
@@ -711,35 +744,34 @@ int coord_verdict_get(struct coord *c, const char *phase, struct coord_verdict *
 }
 
 /*
- * Remove the files of @dir, the verdicts last, then @dir. Until the last
- * verdict is gone, coord_open() refuses the run (run_used()): a new
- * operation under the same name never starts in a half-removed directory.
- * Another node may remove at the same time: whichever unlinks a file
- * first, the other finds it gone.
+ * Remove the run @dir. Only the node whose rename(2) of it to a name no run
+ * can have (run names never start with '.') succeeds empties and removes
+ * it: another node removing at the same time finds it gone, and a new
+ * operation under the same --run, at once after, makes a new directory,
+ * never a half-removed one.
  */
 static void run_remove(const char *dir)
 {
-	char path[4400];
+	char gone[4200], path[4500];
+	const char *run = strrchr(dir, '/');
 	struct dirent *d;
-	int verdicts;
-	size_t len;
 	DIR *dd;
 
-	for (verdicts = 0; verdicts < 2; verdicts++) {
-		dd = opendir(dir);
-		if (!dd)
-			return;
-		while ((d = readdir(dd))) {
-			len = strlen(d->d_name);
-			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
-			    (len > 8 && !strcmp(d->d_name + len - 8, ".verdict")) != verdicts)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-			unlink(path);
-		}
-		closedir(dd);
+	if (!run || (size_t)snprintf(gone, sizeof(gone), "%.*s/.gone.%s.%ld", (int)(run - dir),
+				     dir, run + 1, (long)getpid()) >= sizeof(gone) ||
+	    rename(dir, gone))
+		return;
+	dd = opendir(gone);
+	if (!dd)
+		return;
+	while ((d = readdir(dd))) {
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", gone, d->d_name);
+		unlink(path);
 	}
-	rmdir(dir);
+	closedir(dd);
+	rmdir(gone);
 }
 
 /**
@@ -750,7 +782,9 @@ static void run_remove(const char *dir)
  * and every barrier passed, removes the run's directory: no node reads it
  * again. A run with a failed or missing barrier stays, for a node that
  * comes late reads the failure there, and for whoever looks into it.
- * Called by the CLI as it exits (coord_open() arranges it).
+ * Called by the CLI as it exits (coord_open() arranges it). Never by
+ * criu's post-dump action (tools/nodes.c): its node still has barriers
+ * ahead when it runs.
  */
 void coord_close(struct coord *c)
 {
@@ -760,10 +794,15 @@ void coord_close(struct coord *c)
 
 	if (!c->dir[0] || !c->n)
 		return;
+	if (c != &exit_run && !strcmp(c->dir, exit_run.dir))
+		exit_run.dir[0] = 0;	/* closed here: not again at exit */
 	snprintf(path, sizeof(path), "%s/done.%u", c->dir, c->rank);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "ibckpt: %s: %s (the run's files stay)\n", path, strerror(errno));
+		c->dir[0] = 0;
 		return;
+	}
 	close(fd);
 	if (!run_tally(c->dir, c->n, &t) && t.done == c->n && !t.failed)
 		run_remove(c->dir);

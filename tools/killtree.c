@@ -177,14 +177,17 @@ static int pids_children(struct pids *s, pid_t pid, bool stopped)
 
 /*
  * Is @fd (ours) a TCP socket a close would end in the open, with a FIN and
- * a TIME_WAIT, or a RST? A listening one ends quietly, and repair mode is
- * refused for it.
+ * a TIME_WAIT, or a RST? A listening one leaves no TIME_WAIT (it resets
+ * what waits in its accept queue), and repair mode is refused for it.
  */
 static bool tcp_connection(int fd)
 {
-	int v[3];
+	int v[4];
 	socklen_t len;
 
+	len = sizeof(v[3]);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v[3], &len) || v[3] != SOCK_STREAM)
+		return false;
 	len = sizeof(v[0]);
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v[0], &len) ||
 	    (v[0] != AF_INET && v[0] != AF_INET6))
@@ -197,13 +200,15 @@ static bool tcp_connection(int fd)
 }
 
 /*
- * Put each TCP connection of stopped @pid into repair mode, as criu's dump
- * does before it kills a job: the SIGKILL's close then ends it in silence
- * (no FIN, no RST, no TIME_WAIT). A connection in TIME_WAIT holds its
- * address pair, and criu cannot restore an established one over it ("Can't
- * connect inet socket back"): the directory restarts again at once, and a
- * peer outside the job sees nothing, as after the checkpoint. A socket that
- * refuses is closed as usual (said).
+ * Put each TCP connection in stopped @pid's descriptor table into repair
+ * mode, as criu's dump does before it kills a job (CAP_NET_ADMIN): the
+ * SIGKILL's close then ends it in silence (no FIN, no RST, no TIME_WAIT).
+ * A connection in TIME_WAIT holds its address pair, and criu cannot
+ * restore an established one over it ("Can't connect inet socket back"):
+ * the directory restarts again at once, and a peer outside the job sees
+ * nothing, as after the checkpoint. One that cannot be is closed as usual
+ * (said). A socket the job handed to a process outside it (SCM_RIGHTS)
+ * would stay in repair mode there: criu restores none such.
  */
 static void tcp_quiet(pid_t pid)
 {
@@ -218,6 +223,9 @@ static void tcp_quiet(pid_t pid)
 	if (!fds)
 		return;
 	pfd = pidfd_open(pid, 0);
+	if (pfd < 0 && errno != ESRCH)
+		fprintf(stderr, "ibckpt: process %d: cannot take its TCP connections (%s): "
+			"they may linger in TIME_WAIT\n", pid, strerror(errno));
 	while (pfd >= 0 && (d = readdir(fds)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
@@ -229,14 +237,17 @@ static void tcp_quiet(pid_t pid)
 		if (strncmp(link, "socket:", 7))
 			continue;
 		fd = pidfd_getfd(pfd, atoi(d->d_name), 0);
-		if (fd < 0)
-			continue;	/* closed since */
-		if (tcp_connection(fd)) {
-			if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
-				fprintf(stderr, "ibckpt: process %d: fd %s: cannot close its TCP "
-					"connection quietly (%s): it may linger in TIME_WAIT\n",
-					pid, d->d_name, strerror(errno));
+		if (fd < 0) {
+			if (errno != ESRCH && errno != EBADF)
+				fprintf(stderr, "ibckpt: process %d: fd %s: cannot take it (%s): "
+					"a TCP connection may linger in TIME_WAIT\n", pid,
+					d->d_name, strerror(errno));
+			continue;
 		}
+		if (tcp_connection(fd) && setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
+			fprintf(stderr, "ibckpt: process %d: fd %s: cannot close its TCP "
+				"connection quietly (%s): it may linger in TIME_WAIT\n",
+				pid, d->d_name, strerror(errno));
 		close(fd);
 	}
 	if (pfd >= 0)
@@ -277,7 +288,7 @@ int kill_restored(pid_t root, const struct rjob *j)
 	}
 	if (rc)
 		fprintf(stderr, "ibckpt: out of memory: some of the restored job may be left\n");
-	/* all stopped: none closes a connection before it is quiet */
+	/* all stopped (unless out of memory): none closes a connection before it is quiet */
 	for (i = 0; i < s.n; i++)
 		tcp_quiet(s.v[i]);
 	for (i = 0; i < s.n; i++) {

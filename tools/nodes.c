@@ -326,6 +326,10 @@ int cmd_criu_action(void)
 	const char *dir = getenv(ENV_DIR), *node = getenv(ENV_NODE), *phase = getenv(ENV_PHASE);
 	const char *tmo = getenv(ENV_TIMEOUT), *grace = getenv(ENV_GRACE);
 	struct coord_verdict v;
+	/*
+	 * Not coord_open(): that would leave this node's done file as this
+	 * process exits, while its ibckpt still has barriers ahead.
+	 */
 	struct coord c = { 0 };
 
 	if (!act || strcmp(act, "post-dump"))

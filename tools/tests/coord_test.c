@@ -377,6 +377,76 @@ static void passed_run_removed_by_the_last_out(void)
 	CHECK(run_dir_exists("one-left"));
 }
 
+/* @run's done.@rank exists? */
+static bool done_exists(const char *run, unsigned int rank)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" COORD_DIR "/%s/done.%u", base, run, rank);
+	return !stat(path, &st);
+}
+
+/*
+ * The CLI leaves its run as it exits (exit() or a return from main), not
+ * in a child it forked; a run of one node that passed is then gone. Stale
+ * or foreign done files (done.01, done.4294967296) count for no node.
+ */
+static void run_left_at_exit(void)
+{
+	struct coord_opts o = { .rank = 0, .n = 2, .run = "exiting", .timeout_ms = 1000 };
+	struct coord_verdict v;
+	char path[4200];
+	struct coord c;
+	pid_t pid, kid;
+	int st, fd;
+
+	fflush(NULL);	/* the children exit(): nothing of ours to flush twice */
+	pid = fork();
+	if (pid == 0) {
+		if (coord_open(&c, base, &o))
+			_exit(1);
+		kid = fork();
+		if (kid == 0)
+			exit(0);	/* a child of the CLI: leaves nothing */
+		if (kid < 0 || waitpid(kid, &st, 0) != kid || done_exists("exiting", 0))
+			_exit(2);
+		exit(0);
+	}
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(done_exists("exiting", 0));
+	/* node 1 of "exiting" has not left: aliases of its rank do not count */
+	snprintf(path, sizeof(path), "%s/" COORD_DIR "/exiting/done.01", base);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/" COORD_DIR "/exiting/done.4294967297", base);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	o.rank = 0;
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	coord_close(&c);
+	CHECK(run_dir_exists("exiting"));
+
+	o = (struct coord_opts){ .rank = 0, .n = 1, .run = "alone", .timeout_ms = 1000 };
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (coord_open(&c, base, &o) ||
+		    coord_vote(&c, "step", 0, NULL, NULL, 0, 0, NULL, NULL, &v))
+			_exit(1);
+		coord_verdict_free(&v);
+		exit(0);
+	}
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!run_dir_exists("alone"));
+}
+
 /* review M2 and trust: the directory is absolute; one others can write is refused */
 static void dir_absolute_and_trusted(void)
 {
@@ -541,6 +611,7 @@ int main(void)
 	RUN(reused_run_refused);
 	RUN(late_node_reads_the_failure);
 	RUN(passed_run_removed_by_the_last_out);
+	RUN(run_left_at_exit);
 	RUN(dir_absolute_and_trusted);
 	RUN(simulated_nodes);
 	if (!unit_failed_cases) {
