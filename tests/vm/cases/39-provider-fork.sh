@@ -55,7 +55,8 @@ json_get v "$T/f" procs
 [ "$v" = 1 ] || die "the child's group froze $v processes: $(cat "$T/f")"
 json_get v "$T/f" providers
 [ "$v" = 1 ] || die "the child's group: $v providers: $(cat "$T/f")"
-[ "$ms" -lt 5000 ] || die "the child's freeze took $ms ms"
+# (no time limit of ours: a quiesce that waited on the parent's gate would
+# fail the freeze above, IBCKPT_GATE_MS outlasting its --timeout)
 echo "child frozen in $ms ms"
 ibckpt -j status "$child" > "$T/s" || die "status of the child's group"
 json_get v "$T/s" state
