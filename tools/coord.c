@@ -133,18 +133,37 @@ static int done_rank(const char *name, unsigned int *rank)
 }
 
 /*
+ * The head of the record at @path, checked: a gathered verdict may hold
+ * every QP of the job, which a count of outcomes need not read. Return: 0,
+ * or -1 (none, unreadable, or not a barrier record).
+ */
+static int rec_head(const char *path, struct coord_rec *h)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, h, sizeof(*h));
+	close(fd);
+	if (n != (ssize_t)sizeof(*h) || memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) ||
+	    h->version != REC_VERSION)
+		return -1;
+	return 0;
+}
+
+/*
  * Count @dir's verdicts, and the distinct ranks below @n of its done files
  * (@n 0: none). Return: 0 or -1.
  */
 static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
 {
-	char path[4400], why[512], *msg;
 	unsigned char *seen = NULL;
 	struct coord_rec h;
 	struct dirent *d;
+	char path[4400];
 	unsigned int r;
 	size_t len;
-	void *data;
 	DIR *dd;
 
 	memset(t, 0, sizeof(*t));
@@ -170,13 +189,11 @@ static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
 		if (len <= 8 || strcmp(d->d_name + len - 8, ".verdict"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		/* one that vanished since: another node's clean-up, count it as not passed */
-		if (rec_read(path, &h, &msg, &data, why, sizeof(why)) > 0 && h.code == 0)
+		/* one that vanished since (another's clean-up) or is corrupt: not passed */
+		if (rec_head(path, &h) == 0 && h.code == 0)
 			t->passed++;
 		else
 			t->failed++;
-		free(msg);	/* NULL unless read */
-		free(data);
 	}
 	closedir(dd);
 	free(seen);
