@@ -217,14 +217,18 @@ static int run_used(const char *dir)
 /*
  * The run this process opened last, left as the process exits (every path
  * of a command ends there); not in a child it forked, which exits first.
+ * It counts as done only if the command said it succeeded
+ * (coord_exit_status()): an exit() on any other path leaves the run's
+ * files, which is the safe side.
  */
 static struct coord exit_run;
 static pid_t exit_pid;
+static int exit_ok;
 
 static void close_opened(void)
 {
 	if (exit_pid == getpid())
-		coord_close(&exit_run);
+		coord_close(&exit_run, exit_ok);
 }
 
 static void close_at_exit(const struct coord *c)
@@ -235,6 +239,18 @@ static void close_at_exit(const struct coord *c)
 	exit_pid = getpid();
 	if (!registered && !atexit(close_opened))
 		registered = 1;
+}
+
+/**
+ * coord_exit_status() - how this process's command ended
+ * @rc: its exit status (0: it succeeded on this node)
+ *
+ * Called once the command returns, before the process exits and leaves
+ * the run it opened (coord_close()).
+ */
+void coord_exit_status(int rc)
+{
+	exit_ok = rc == 0;
 }
 
 /*
@@ -794,16 +810,19 @@ static void run_remove(const char *dir)
 /**
  * coord_close() - this node is done with the run
  * @c: the run, as coord_open() opened it
+ * @ok: this node's operation succeeded
  *
- * Leaves DIR/coord/RUN/done.RANK. The last node out, once every node left
- * and every barrier passed, removes the run's directory: no node reads it
- * again. A run with a failed or missing barrier stays, for a node that
+ * A node that succeeded leaves DIR/coord/RUN/done.RANK. The last node out,
+ * once every node left so, removes the run's directory: no node reads it
+ * again. (A barrier may fail on the way and the operation still succeed:
+ * a checkpoint's peer check that asks for another freeze.) A run that
+ * failed on a node, or that a node never left, stays, for a node that
  * comes late reads the failure there, and for whoever looks into it.
  * Called by the CLI as it exits (coord_open() arranges it). Never by
  * criu's post-dump action (tools/nodes.c): its node still has barriers
  * ahead when it runs.
  */
-void coord_close(struct coord *c)
+void coord_close(struct coord *c, int ok)
 {
 	struct run_tally t;
 	char path[4200];
@@ -813,6 +832,10 @@ void coord_close(struct coord *c)
 		return;
 	if (c != &exit_run && !strcmp(c->dir, exit_run.dir))
 		exit_run.dir[0] = 0;	/* closed here: not again at exit */
+	if (!ok) {
+		c->dir[0] = 0;
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/done.%u", c->dir, c->rank);
 	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -821,7 +844,7 @@ void coord_close(struct coord *c)
 		return;
 	}
 	close(fd);
-	if (!run_tally(c->dir, c->n, &t) && t.done == c->n && !t.failed)
+	if (!run_tally(c->dir, c->n, &t) && t.done == c->n)
 		run_remove(c->dir);
 	c->dir[0] = 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <linux/ibckpt.h>
 #include "cli.h"
+#include "coord.h"
 #include "json.h"
 
 /* -DIBCKPT_VERSION="..." from tools/Makefile, which reads the tree's VERSION */
@@ -125,6 +126,31 @@ static int cmd_version(void)
 	return 0;
 }
 
+/* Run the command @argv[0]. Return: its exit status. */
+static int command(int argc, char **argv)
+{
+	if (!strcmp(argv[0], "status"))
+		return cmd_status(argc, argv);
+	if (!strcmp(argv[0], "freeze"))
+		return cmd_freeze(argc, argv);
+	if (!strcmp(argv[0], "thaw"))
+		return cmd_thaw(argc, argv);
+	if (!strcmp(argv[0], "dump"))
+		return cmd_dump(argc, argv);
+	if (!strcmp(argv[0], "release"))
+		return cmd_release(argc, argv);
+	if (!strcmp(argv[0], "reacquire"))
+		return cmd_reacquire(argc, argv);
+	if (!strcmp(argv[0], "checkpoint"))
+		return cmd_checkpoint(argc, argv);
+	if (!strcmp(argv[0], "restart"))
+		return cmd_restart(argc, argv);
+	if (!strcmp(argv[0], "version"))
+		return cmd_version();
+	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -137,7 +163,7 @@ int main(int argc, char **argv)
 	static const char *const valued[] = { "-t", "--timeout", "-p", "--persist", "-o",
 					       "--output", "--session", "--tree", "--cgroup",
 					       "--id", "-D", "--dir", "--map", NULL };
-	int c, version = 0;
+	int c, version = 0, rc;
 
 	/* criu runs its action scripts with no argument (nodes.c) */
 	if (argc == 1 && getenv("CRTOOLS_SCRIPT_ACTION"))
@@ -169,24 +195,8 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (!strcmp(argv[0], "status"))
-		return cmd_status(argc, argv);
-	if (!strcmp(argv[0], "freeze"))
-		return cmd_freeze(argc, argv);
-	if (!strcmp(argv[0], "thaw"))
-		return cmd_thaw(argc, argv);
-	if (!strcmp(argv[0], "dump"))
-		return cmd_dump(argc, argv);
-	if (!strcmp(argv[0], "release"))
-		return cmd_release(argc, argv);
-	if (!strcmp(argv[0], "reacquire"))
-		return cmd_reacquire(argc, argv);
-	if (!strcmp(argv[0], "checkpoint"))
-		return cmd_checkpoint(argc, argv);
-	if (!strcmp(argv[0], "restart"))
-		return cmd_restart(argc, argv);
-	if (!strcmp(argv[0], "version"))
-		return cmd_version();
-	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);
-	return 2;
+	rc = command(argc, argv);
+	/* a job on several nodes: the operation's files go once it succeeded everywhere */
+	coord_exit_status(rc);
+	return rc;
 }

@@ -339,27 +339,66 @@ static void two_leave(const char *run, int no, bool node1_leaves)
 	struct coord_verdict v;
 	struct coord c;
 	pid_t pid;
-	int st;
+	int st, rc;
 
 	pid = fork();
 	if (pid == 0) {
 		if (coord_open(&c, base, &o))
 			_exit(1);
-		coord_vote(&c, "step", no == 1, "node 1 says no", NULL, 0, 0, NULL, NULL, &v);
+		rc = coord_vote(&c, "step", no == 1, "node 1 says no", NULL, 0, 0, NULL, NULL, &v);
 		coord_verdict_free(&v);
 		if (node1_leaves)
-			coord_close(&c);
+			coord_close(&c, !rc);
 		_exit(0);
 	}
 	CHECK(pid > 0);
 	o.rank = 0;
 	CHECK_EQ(coord_open(&c, base, &o), 0);
-	CHECK_EQ(coord_vote(&c, "step", no == 0, "node 0 says no", NULL, 0, 0, NULL, NULL, &v),
-		 no >= 0 ? -1 : 0);
+	rc = coord_vote(&c, "step", no == 0, "node 0 says no", NULL, 0, 0, NULL, NULL, &v);
+	CHECK_EQ(rc, no >= 0 ? -1 : 0);
 	coord_verdict_free(&v);
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	coord_close(&c);
+	coord_close(&c, !rc);
+}
+
+/*
+ * A barrier fails and the operation goes on to succeed (a checkpoint's
+ * peer check asks for another freeze): each node succeeded, the run goes.
+ * Regression: a fresh-clone check found such a checkpoint's files left.
+ */
+static void retried_run_removed(void)
+{
+	struct coord_opts o = { .rank = 1, .n = 2, .run = "retried", .timeout_ms = 2000 };
+	struct coord_verdict v;
+	struct coord c;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid == 0) {
+		if (coord_open(&c, base, &o) ||
+		    !coord_vote(&c, "peers.1", 3, "again", NULL, 0, 0, NULL, NULL, &v))
+			_exit(1);
+		coord_verdict_free(&v);
+		if (coord_vote(&c, "peers.2", 0, NULL, NULL, 0, 0, NULL, NULL, &v))
+			_exit(2);
+		coord_verdict_free(&v);
+		coord_close(&c, 1);
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	o.rank = 0;
+	CHECK_EQ(coord_open(&c, base, &o), 0);
+	CHECK_EQ(coord_vote(&c, "peers.1", 0, NULL, NULL, 0, 0, NULL, NULL, &v), -1);
+	CHECK_EQ(v.code, 3);
+	coord_verdict_free(&v);
+	CHECK_EQ(coord_vote(&c, "peers.2", 0, NULL, NULL, 0, 0, NULL, NULL, &v), 0);
+	coord_verdict_free(&v);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	coord_close(&c, 1);
+	CHECK(!run_dir_exists("retried"));
 }
 
 /*
@@ -411,6 +450,7 @@ static void run_left_at_exit(void)
 			exit(0);	/* a child of the CLI: leaves nothing */
 		if (kid < 0 || waitpid(kid, &st, 0) != kid || done_exists("exiting", 0))
 			_exit(2);
+		coord_exit_status(0);
 		exit(0);
 	}
 	CHECK(pid > 0);
@@ -428,23 +468,29 @@ static void run_left_at_exit(void)
 	close(fd);
 	o.rank = 0;
 	CHECK_EQ(coord_open(&c, base, &o), 0);
-	coord_close(&c);
+	coord_close(&c, 1);
 	CHECK(run_dir_exists("exiting"));
 
-	o = (struct coord_opts){ .rank = 0, .n = 1, .run = "alone", .timeout_ms = 1000 };
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		if (coord_open(&c, base, &o) ||
-		    coord_vote(&c, "step", 0, NULL, NULL, 0, 0, NULL, NULL, &v))
-			_exit(1);
-		coord_verdict_free(&v);
-		exit(0);
+	/* a run of one node: it goes if the command succeeded, stays if not */
+	for (st = 0; st < 2; st++) {
+		o = (struct coord_opts){ .rank = 0, .n = 1, .run = st ? "alone-failed" : "alone",
+					 .timeout_ms = 1000 };
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			if (coord_open(&c, base, &o) ||
+			    coord_vote(&c, "step", 0, NULL, NULL, 0, 0, NULL, NULL, &v))
+				_exit(1);
+			coord_verdict_free(&v);
+			coord_exit_status(st);	/* 1: its command failed after the barrier */
+			exit(0);
+		}
+		CHECK(pid > 0);
+		CHECK_EQ(waitpid(pid, &fd, 0), pid);
+		CHECK(WIFEXITED(fd) && WEXITSTATUS(fd) == 0);
 	}
-	CHECK(pid > 0);
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(!run_dir_exists("alone"));
+	CHECK(run_dir_exists("alone-failed"));
 }
 
 /* review M2 and trust: the directory is absolute; one others can write is refused */
@@ -611,6 +657,7 @@ int main(void)
 	RUN(reused_run_refused);
 	RUN(late_node_reads_the_failure);
 	RUN(passed_run_removed_by_the_last_out);
+	RUN(retried_run_removed);
 	RUN(run_left_at_exit);
 	RUN(dir_absolute_and_trusted);
 	RUN(simulated_nodes);

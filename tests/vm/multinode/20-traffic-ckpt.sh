@@ -188,7 +188,9 @@ if mine; then
 fi
 node_barrier refusals
 # a failed operation's files stay (they say who failed; a late node reads
-# the failure), one that passed on every node is removed by the last out
+# the failure), one that succeeded on every node is removed by the last
+# out, even if a barrier asked for another try on the way (regression: a
+# checkpoint whose peer check retried kept its files)
 if node_is 0; then
 	ls "$CK/coord/badcriu/"*.verdict > /dev/null 2>&1 ||
 		fail "the failed checkpoint's barrier files are gone: $(ls "$CK/coord")"
