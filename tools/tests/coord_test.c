@@ -438,7 +438,7 @@ static void run_left_at_exit(void)
 	char path[4200];
 	struct coord c;
 	pid_t pid, kid;
-	int st, fd;
+	int st, fd, failed;
 
 	fflush(NULL);	/* the children exit(): nothing of ours to flush twice */
 	pid = fork();
@@ -472,9 +472,9 @@ static void run_left_at_exit(void)
 	CHECK(run_dir_exists("exiting"));
 
 	/* a run of one node: it goes if the command succeeded, stays if not */
-	for (st = 0; st < 2; st++) {
-		o = (struct coord_opts){ .rank = 0, .n = 1, .run = st ? "alone-failed" : "alone",
-					 .timeout_ms = 1000 };
+	for (failed = 0; failed < 2; failed++) {
+		o = (struct coord_opts){ .rank = 0, .n = 1,
+					 .run = failed ? "alone-failed" : "alone", .timeout_ms = 1000 };
 		fflush(NULL);
 		pid = fork();
 		if (pid == 0) {
@@ -482,12 +482,12 @@ static void run_left_at_exit(void)
 			    coord_vote(&c, "step", 0, NULL, NULL, 0, 0, NULL, NULL, &v))
 				_exit(1);
 			coord_verdict_free(&v);
-			coord_exit_status(st);	/* 1: its command failed after the barrier */
+			coord_exit_status(failed);	/* its command failed after the barrier */
 			exit(0);
 		}
 		CHECK(pid > 0);
-		CHECK_EQ(waitpid(pid, &fd, 0), pid);
-		CHECK(WIFEXITED(fd) && WEXITSTATUS(fd) == 0);
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	CHECK(!run_dir_exists("alone"));
 	CHECK(run_dir_exists("alone-failed"));
