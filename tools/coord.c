@@ -17,6 +17,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,15 +107,6 @@ static int mkdir_ok(const char *path)
 	return 0;
 }
 
-static int rec_read(const char *path, struct coord_rec *h, char **msg, void **data,
-		    char *why, size_t whylen);
-
-/* What the verdicts in a run's directory say. */
-struct run_tally {
-	unsigned int passed, failed;	/* verdicts; unreadable ones count as failed */
-	unsigned int done;		/* distinct nodes of the run that left it (coord_close()) */
-};
-
 /* @name is "done.R", R in decimal as coord_close() writes it: *@rank = R. */
 static int done_rank(const char *name, unsigned int *rank)
 {
@@ -134,8 +126,8 @@ static int done_rank(const char *name, unsigned int *rank)
 
 /*
  * The head of the record at @path, checked: a gathered verdict may hold
- * every QP of the job, which a count of outcomes need not read. Return: 0,
- * or -1 (none, unreadable, or not a barrier record).
+ * every QP of the job, which run_used() need not read. Return: 0, or -1
+ * (none, unreadable, or not a barrier record).
  */
 static int rec_head(const char *path, struct coord_rec *h)
 {
@@ -153,65 +145,50 @@ static int rec_head(const char *path, struct coord_rec *h)
 }
 
 /*
- * Count @dir's verdicts, and the distinct ranks below @n of its done files
- * (@n 0: none). Return: 0 or -1.
+ * A run with a barrier passed was used before: its barriers would pass at
+ * once. (A failed one may be this run's, decided before this node came: it
+ * reads it at its first barrier, as every node does.) Return: 1, 0, or -1.
  */
-static int run_tally(const char *dir, unsigned int n, struct run_tally *t)
+static int run_used(const char *dir)
 {
-	unsigned char *seen = NULL;
+	char path[4400];
 	struct coord_rec h;
 	struct dirent *d;
-	char path[4400];
-	unsigned int r;
+	DIR *dd = opendir(dir);
 	size_t len;
-	DIR *dd;
+	int used = 0;
 
-	memset(t, 0, sizeof(*t));
-	if (n) {
-		seen = calloc((n + 7) / 8, 1);
-		if (!seen)
-			return -1;
-	}
-	dd = opendir(dir);
-	if (!dd) {
-		free(seen);
+	if (!dd)
 		return -1;
-	}
-	while ((d = readdir(dd))) {
-		if (done_rank(d->d_name, &r)) {
-			if (r < n && !(seen[r / 8] & (1u << (r % 8)))) {
-				seen[r / 8] |= (unsigned char)(1u << (r % 8));
-				t->done++;
-			}
-			continue;
-		}
+	while (!used && (d = readdir(dd))) {
 		len = strlen(d->d_name);
 		if (len <= 8 || strcmp(d->d_name + len - 8, ".verdict"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		/* one that vanished since (another's clean-up) or is corrupt: not passed */
-		if (rec_head(path, &h) == 0 && h.code == 0)
-			t->passed++;
-		else
-			t->failed++;
+		used = !rec_head(path, &h) && h.code == 0;
 	}
 	closedir(dd);
-	free(seen);
-	return 0;
+	return used;
 }
 
-/*
- * A run with a barrier passed was used before: its barriers would pass at
- * once. (A failed one may be this run's, decided before this node came: it
- * reads it at its first barrier, as every node does.)
- */
-static int run_used(const char *dir)
+/* How many of ranks 0 to @n - 1 left a done file in @dir (0 if it cannot be read). */
+static unsigned int ranks_done(const char *dir, unsigned int n)
 {
-	struct run_tally t;
+	unsigned char *seen = calloc((n + 7) / 8, 1);
+	unsigned int r, done = 0;
+	struct dirent *d;
+	DIR *dd = seen ? opendir(dir) : NULL;
 
-	if (run_tally(dir, 0, &t))
-		return -1;
-	return t.passed > 0;
+	while (dd && (d = readdir(dd))) {
+		if (done_rank(d->d_name, &r) && r < n && !(seen[r / 8] & (1u << (r % 8)))) {
+			seen[r / 8] |= (unsigned char)(1u << (r % 8));
+			done++;
+		}
+	}
+	if (dd)
+		closedir(dd);
+	free(seen);
+	return done;
 }
 
 /*
@@ -223,7 +200,7 @@ static int run_used(const char *dir)
  */
 static struct coord exit_run;
 static pid_t exit_pid;
-static int exit_ok;
+static bool exit_ok;
 
 static void close_opened(void)
 {
@@ -822,9 +799,8 @@ static void run_remove(const char *dir)
  * criu's post-dump action (tools/nodes.c): its node still has barriers
  * ahead when it runs.
  */
-void coord_close(struct coord *c, int ok)
+void coord_close(struct coord *c, bool ok)
 {
-	struct run_tally t;
 	char path[4200];
 	int fd;
 
@@ -832,20 +808,18 @@ void coord_close(struct coord *c, int ok)
 		return;
 	if (c != &exit_run && !strcmp(c->dir, exit_run.dir))
 		exit_run.dir[0] = 0;	/* closed here: not again at exit */
-	if (!ok) {
-		c->dir[0] = 0;
-		return;
-	}
+	if (!ok)
+		goto out;
 	snprintf(path, sizeof(path), "%s/done.%u", c->dir, c->rank);
 	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "ibckpt: %s: %s (the run's files stay)\n", path, strerror(errno));
-		c->dir[0] = 0;
-		return;
+		goto out;
 	}
 	close(fd);
-	if (!run_tally(c->dir, c->n, &t) && t.done == c->n)
+	if (ranks_done(c->dir, c->n) == c->n)
 		run_remove(c->dir);
+out:
 	c->dir[0] = 0;
 }
 

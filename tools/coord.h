@@ -9,6 +9,7 @@
 #ifndef IBCKPT_TOOLS_COORD_H
 #define IBCKPT_TOOLS_COORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,7 +63,7 @@ int coord_vote(struct coord *c, const char *phase, int code, const char *msg, co
 	       struct coord_verdict *v);
 int coord_verdict_get(struct coord *c, const char *phase, struct coord_verdict *v);
 void coord_verdict_free(struct coord_verdict *v);
-void coord_close(struct coord *c, int ok);
+void coord_close(struct coord *c, bool ok);
 void coord_exit_status(int rc);
 int coord_each(const void *votes, size_t len,
 	       int (*fn)(void *arg, unsigned int rank, const void *data, size_t len), void *arg);

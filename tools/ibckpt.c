@@ -126,27 +126,32 @@ static int cmd_version(void)
 	return 0;
 }
 
+static int cmd_version_args(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return cmd_version();
+}
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "status", cmd_status },	{ "freeze", cmd_freeze },
+	{ "thaw", cmd_thaw },		{ "dump", cmd_dump },
+	{ "release", cmd_release },	{ "reacquire", cmd_reacquire },
+	{ "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
+	{ "version", cmd_version_args },
+};
+
 /* Run the command @argv[0]. Return: its exit status. */
 static int command(int argc, char **argv)
 {
-	if (!strcmp(argv[0], "status"))
-		return cmd_status(argc, argv);
-	if (!strcmp(argv[0], "freeze"))
-		return cmd_freeze(argc, argv);
-	if (!strcmp(argv[0], "thaw"))
-		return cmd_thaw(argc, argv);
-	if (!strcmp(argv[0], "dump"))
-		return cmd_dump(argc, argv);
-	if (!strcmp(argv[0], "release"))
-		return cmd_release(argc, argv);
-	if (!strcmp(argv[0], "reacquire"))
-		return cmd_reacquire(argc, argv);
-	if (!strcmp(argv[0], "checkpoint"))
-		return cmd_checkpoint(argc, argv);
-	if (!strcmp(argv[0], "restart"))
-		return cmd_restart(argc, argv);
-	if (!strcmp(argv[0], "version"))
-		return cmd_version();
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].run(argc, argv);
 	fprintf(stderr, "ibckpt: unknown command '%s' (try: ibckpt --help)\n", argv[0]);
 	return 2;
 }

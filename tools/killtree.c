@@ -175,6 +175,15 @@ static int pids_children(struct pids *s, pid_t pid, bool stopped)
 	return rc;
 }
 
+/* @fd's socket option @opt (SOL_SOCKET), or -1. */
+static int sock_int(int fd, int opt)
+{
+	socklen_t len = sizeof(int);
+	int v;
+
+	return getsockopt(fd, SOL_SOCKET, opt, &v, &len) ? -1 : v;
+}
+
 /*
  * Is @fd (ours) a TCP socket a close would end in the open, with a FIN and
  * a TIME_WAIT, or a RST? A listening one leaves no TIME_WAIT (it resets
@@ -182,21 +191,10 @@ static int pids_children(struct pids *s, pid_t pid, bool stopped)
  */
 static bool tcp_connection(int fd)
 {
-	int v[4];
-	socklen_t len;
+	int domain = sock_int(fd, SO_DOMAIN);
 
-	len = sizeof(v[3]);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v[3], &len) || v[3] != SOCK_STREAM)
-		return false;
-	len = sizeof(v[0]);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v[0], &len) ||
-	    (v[0] != AF_INET && v[0] != AF_INET6))
-		return false;
-	len = sizeof(v[1]);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v[1], &len) || v[1] != IPPROTO_TCP)
-		return false;
-	len = sizeof(v[2]);
-	return !getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v[2], &len) && !v[2];
+	return sock_int(fd, SO_TYPE) == SOCK_STREAM && (domain == AF_INET || domain == AF_INET6) &&
+	       sock_int(fd, SO_PROTOCOL) == IPPROTO_TCP && sock_int(fd, SO_ACCEPTCONN) == 0;
 }
 
 /*

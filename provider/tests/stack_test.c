@@ -638,6 +638,19 @@ int ibv_destroy_qp(struct ibv_qp *q)
 static struct ibckpt_context *ctx;
 static struct ibckpt_pd pd;
 
+/* Put ctx on (or take it off, from the head) the process's list, as a device open does. */
+static void ctx_list(bool on)
+{
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	if (on) {
+		ctx->next = ibckpt_ctxs;
+		ibckpt_ctxs = ctx;
+	} else {
+		ibckpt_ctxs = ctx->next;
+	}
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+}
+
 static void app_init(void)
 {
 	int p[2];
@@ -2055,10 +2068,7 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 
 	/* a context of its own: its channel's events reach it (a forwarder of its own) */
 	app_init();
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ctx->next = ibckpt_ctxs;
-	ibckpt_ctxs = ctx;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ctx_list(true);
 	app_channel(&ch);
 	cq = app_cq(&ch, &ch);
 	CHECK_EQ(same_file_fds(ch.fd), 2);		/* read end and ibckpt's write end */
@@ -2092,10 +2102,7 @@ static void fork_child_gets_its_own(void)
 
 	app_init();
 	pctx = ctx;
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ctx->next = ibckpt_ctxs;
-	ibckpt_ctxs = ctx;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ctx_list(true);
 	app_channel(&ch);
 	cq = app_cq(&ch, NULL);
 	CHECK_EQ(same_file_fds(ch.fd), 2);
@@ -2127,9 +2134,7 @@ static void fork_child_gets_its_own(void)
 	ibv_ack_cq_events(cq, 1);
 	app_destroy_cq(cq);
 	app_channel_destroy(&ch);
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ibckpt_ctxs = ctx->next;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ctx_list(false);
 	app_fini();
 }
 
@@ -2195,10 +2200,7 @@ static void fork_while_forwarding(void)
 	pid_t pid;
 
 	app_init();
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ctx->next = ibckpt_ctxs;
-	ibckpt_ctxs = ctx;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ctx_list(true);
 	app_channel(&ch);
 	c.ch = &ch;
 	c.cq = app_cq(&ch, NULL);
@@ -2230,9 +2232,7 @@ static void fork_while_forwarding(void)
 	CHECK_EQ(atomic_load(&c.got), atomic_load(&c.fired));
 	app_destroy_cq(c.cq);
 	app_channel_destroy(&ch);
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ibckpt_ctxs = ctx->next;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	ctx_list(false);
 	app_fini();
 }
 
