@@ -39,23 +39,45 @@ struct cli_job {
 	unsigned int id;	/* the group, session or root process */
 	const char *cgroup;	/* IBCKPT_JOB_CGROUP: its directory */
 	uint64_t session;	/* --id: an existing freeze session */
+	/*
+	 * --slurm JOBID.STEP, a cgroup job: the step's on this node, found
+	 * by slurm_job_finish() (slurm.c), which may fan the command out
+	 */
+	const char *slurm;
+	unsigned int slurm_job, slurm_step;
 };
 
-enum { CLI_OPT_SESSION = 0x100, CLI_OPT_TREE, CLI_OPT_CGROUP, CLI_OPT_ID };
+enum { CLI_OPT_SESSION = 0x100, CLI_OPT_TREE, CLI_OPT_CGROUP, CLI_OPT_ID, CLI_OPT_SLURM };
 #define CLI_JOB_OPTIONS \
 	{ "session", required_argument, NULL, CLI_OPT_SESSION }, \
 	{ "tree", required_argument, NULL, CLI_OPT_TREE }, \
 	{ "cgroup", required_argument, NULL, CLI_OPT_CGROUP }, \
+	{ "slurm", required_argument, NULL, CLI_OPT_SLURM }, \
 	{ "id", required_argument, NULL, CLI_OPT_ID }
-#define CLI_JOB_USAGE "{PGID | --session SID | --tree PID | --cgroup DIR}"
+#define CLI_JOB_USAGE "{PGID | --session SID | --tree PID | --cgroup DIR | --slurm JOBID.STEP}"
 #define CLI_JOB_BY_ID		1	/* --id SESSION is allowed */
 #define CLI_JOB_OPTIONAL	2	/* naming no job is allowed */
 
 int cli_job_opt(int c, const char *arg, struct cli_job *j);
+/*
+ * Parse a Slurm job id (@step NULL) or JOBID.STEP (@step set); prints the
+ * error and returns -1 if malformed.
+ */
+int cli_slurm_id(const char *s, unsigned int *job, unsigned int *step);
 int cli_job_finish(struct cli_job *j, int argc, char **argv, int optind, int flags);
 /* Refuse a negative number among the arguments before getopt sees it (-1). */
 int cli_job_negative(int argc, char **argv);
 const char *cli_job_describe(const struct cli_job *j, char *buf, size_t len);
+/*
+ * slurm.c: after cli_job_finish(), a --slurm job: this node's cgroup of the
+ * step, or (SLURM_FANOUT, no --node in @o) the command run on every node of
+ * the step through srun, which does not return. Return: 0, or -1 (said).
+ */
+struct coord_opts;
+#define SLURM_FANOUT		1	/* without --node: run on every node of the step */
+#define SLURM_SUSPENDED_OK	2	/* a step Slurm suspended is taken */
+int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
+		     unsigned int flags, int argc, char **argv);
 const char *cli_job_type_name(unsigned int type);
 /* The reason for a refused dump request: the kernel's, or said from the errno. */
 const char *cli_dump_why(int err, const char *ext);

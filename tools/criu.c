@@ -145,12 +145,17 @@ int wait_unregistered(const struct rjob *j)
  * its descendants). Its network lock is nftables': Debian's criu defaults
  * to iptables, which a minimal system lacks. @action: criu's action script
  * (a job on several nodes: its post-dump barrier), or NULL.
+ *
+ * A root that leads no session (a Slurm task: slurmstepd makes it a group
+ * leader only) takes criu's --shell-job, in the dump and in the restore,
+ * which puts the restored root in the restorer's session: SHELL_JOB_FILE
+ * says so to the restart.
  */
 int criu_dump(const char *dir, unsigned int root, const char *action)
 {
-	char images[4096], log[4200], tree[16];
-	const char *args[] = { "-t", tree, "-D", images, action ? "--action-script" : NULL,
-			       action, NULL };
+	char images[4096], log[4200], tree[16], marker[4200];
+	const char *args[] = { "-t", tree, "-D", images, NULL, NULL, NULL, NULL };
+	unsigned int n = 4;
 	int st;
 
 	snprintf(tree, sizeof(tree), "%u", root);
@@ -158,6 +163,19 @@ int criu_dump(const char *dir, unsigned int root, const char *action)
 	snprintf(log, sizeof(log), "%s/dump.log", dir);
 	if (dir_make(images))
 		return -1;
+	snprintf(marker, sizeof(marker), "%s/" SHELL_JOB_FILE, dir);
+	if (getsid((pid_t)root) != (pid_t)root) {
+		if (write_file(dir, SHELL_JOB_FILE, "", 0))
+			return -1;
+		args[n++] = "--shell-job";
+	} else if (unlink(marker) && errno != ENOENT) {
+		fprintf(stderr, "ibckpt: %s: %s\n", marker, strerror(errno));
+		return -1;
+	}
+	if (action) {
+		args[n++] = "--action-script";
+		args[n++] = action;
+	}
 	ckpt_timing("unregister");
 	st = run_criu("dump", args, log);
 	ckpt_timing("dump");
@@ -173,10 +191,14 @@ int criu_dump(const char *dir, unsigned int root, const char *action)
  */
 int criu_restore(const char *dir, pid_t *root)
 {
-	char images[4096], log[4200], pidfile[4200], *abs;
-	const char *args[] = { "-d", "-D", images, "--pidfile", pidfile, NULL };
+	char images[4096], log[4200], pidfile[4200], marker[4200], *abs;
+	const char *args[] = { "-d", "-D", images, "--pidfile", pidfile, NULL, NULL };
 	int st, pid = 0;
 	FILE *f;
+
+	snprintf(marker, sizeof(marker), "%s/" SHELL_JOB_FILE, dir);
+	if (!access(marker, F_OK))
+		args[5] = "--shell-job";	/* as the dump (criu_dump()) */
 
 	*root = 0;
 	abs = realpath(dir, NULL);

@@ -274,8 +274,13 @@ int cmd_freeze(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (cli_job_finish(&job, argc, argv, optind, 0) || xnode_finish(&xo) ||
-	    (xo.n && !dir) || (dir && !xo.n)) {
+	if (cli_job_finish(&job, argc, argv, optind, 0)) {
+		freeze_usage();
+		return 2;
+	}
+	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv))
+		return 1;
+	if (xnode_finish(&xo) || (xo.n && !dir) || (dir && !xo.n)) {
 		if ((xo.n && !dir) || (dir && !xo.n))
 			fprintf(stderr, "ibckpt: a job on several nodes: --node and -D DIR (a "
 				"directory every node sees) go together\n");
@@ -457,8 +462,11 @@ int cmd_thaw(int argc, char **argv)
 		if (err <= 0)
 			goto usage;
 	}
-	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID) || xnode_finish(&xo) ||
-	    !xo.n != !dir)
+	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
+		goto usage;
+	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT | SLURM_SUSPENDED_OK, argc, argv))
+		return 1;
+	if (xnode_finish(&xo) || !xo.n != !dir)
 		goto usage;
 	if (xo.n) {
 		if (coord_open(&cs, dir, &xo))

@@ -48,8 +48,11 @@ static void usage(FILE *f)
 		"  checkpoint -D DIR [--leave-running] [--timeout MS] JOB\n"
 		"                       freeze and release JOB, then dump it with criu into DIR\n"
 		"                       (the job is gone), or reacquire it in place\n"
-		"  restart -D DIR [--map DEV=DEV,...]\n"
+		"  restart -D DIR [--map DEV=DEV,...] [--wait]\n"
 		"                       restore the job of DIR with criu and reacquire it\n"
+		"                       (--wait: stay its parent until it ends)\n"
+		"  restart -D DIR --slurm JOBID\n"
+		"                       the same as a step of Slurm job JOBID, on its nodes\n"
 		"  freeze, thaw, checkpoint, restart, reacquire ... -D DIR --node RANK/N --run ID\n"
 		"                       [--node-timeout MS]\n"
 		"                       a job on N nodes: run on each node, on its part; the\n"
@@ -60,6 +63,8 @@ static void usage(FILE *f)
 		"  --session SID        a session (e.g. an MPI launcher started by setsid)\n"
 		"  --tree PID           a process and all its descendants\n"
 		"  --cgroup DIR         a cgroup v2 directory and every cgroup below it\n"
+		"  --slurm JOBID.STEP   a Slurm job step; freeze, thaw and checkpoint without\n"
+		"                       --node run on every node of the step through srun\n"
 		"  --id SESSION         (thaw, status, dump) a freeze session by its id\n"
 		"options:\n"
 		"  -j, --json           JSON output (also accepted after the command)\n"
@@ -166,7 +171,7 @@ int main(int argc, char **argv)
 	};
 	/* the commands' options that take a value, which may be "-j" */
 	static const char *const valued[] = { "-t", "--timeout", "-p", "--persist", "-o",
-					       "--output", "--session", "--tree", "--cgroup",
+					       "--output", "--session", "--tree", "--cgroup", "--slurm",
 					       "--id", "-D", "--dir", "--map", NULL };
 	int c, version = 0, rc;
 

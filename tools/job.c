@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * How a command names a job: PGID, --session SID, --tree PID, --cgroup PATH,
- * or (for the commands about an existing freeze) --id SESSION.
+ * --slurm JOBID.STEP (a cgroup: slurm.c finds it), or (for the commands about
+ * an existing freeze) --id SESSION.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,6 +76,13 @@ int cli_job_opt(int c, const char *arg, struct cli_job *j)
 		return job_set(j, IBCKPT_JOB_TREE, arg) ? -1 : 1;
 	case CLI_OPT_CGROUP:
 		return job_set(j, IBCKPT_JOB_CGROUP, arg) ? -1 : 1;
+	case CLI_OPT_SLURM:
+		if (cli_slurm_id(arg, &j->slurm_job, &j->slurm_step) ||
+		    job_set(j, IBCKPT_JOB_CGROUP, arg))
+			return -1;
+		j->cgroup = NULL;	/* this node's: slurm_job_finish() */
+		j->slurm = arg;
+		return 1;
 	case CLI_OPT_ID:
 		if (j->type || j->session) {
 			fprintf(stderr, "ibckpt: name one job only\n");
@@ -85,6 +93,36 @@ int cli_job_opt(int c, const char *arg, struct cli_job *j)
 		j->session = v;
 		return 1;
 	}
+	return 0;
+}
+
+int cli_slurm_id(const char *s, unsigned int *job, unsigned int *step)
+{
+	unsigned long long v;
+	char buf[48], *dot;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	dot = strchr(buf, '.');
+	if (strlen(s) >= sizeof(buf) || !step != !dot) {
+		fprintf(stderr, "ibckpt: '%s' is not a Slurm %s\n", s,
+			step ? "job step (JOBID.STEP, e.g. 1234.0)" : "job id");
+		return -1;
+	}
+	if (dot)
+		*dot = 0;
+	if (parse_id(buf, "Slurm job id", 0xffffffffu, &v))
+		return -1;
+	*job = (unsigned int)v;
+	if (!dot)
+		return 0;
+	/* step 0 is a step: parse_id() takes no 0 */
+	if (!strcmp(dot + 1, "0")) {
+		*step = 0;
+		return 0;
+	}
+	if (parse_id(dot + 1, "Slurm step id (a number)", 0xfffffff0u, &v))
+		return -1;
+	*step = (unsigned int)v;
 	return 0;
 }
 
@@ -116,7 +154,8 @@ int cli_job_finish(struct cli_job *j, int argc, char **argv, int optind, int fla
 		return -1;
 	}
 	if (!j->type && !j->session && !(flags & CLI_JOB_OPTIONAL)) {
-		fprintf(stderr, "ibckpt: no job named (PGID, --session, --tree or --cgroup)\n");
+		fprintf(stderr, "ibckpt: no job named (PGID, --session, --tree, --cgroup or "
+			"--slurm)\n");
 		return -1;
 	}
 	return 0;
@@ -135,7 +174,10 @@ const char *cli_job_describe(const struct cli_job *j, char *buf, size_t len)
 		snprintf(buf, len, "process tree of %u", j->id);
 		break;
 	case IBCKPT_JOB_CGROUP:
-		snprintf(buf, len, "cgroup %s", j->cgroup);
+		if (j->slurm)
+			snprintf(buf, len, "Slurm step %s", j->slurm);
+		else
+			snprintf(buf, len, "cgroup %s", j->cgroup);
 		break;
 	default:
 		if (j->session)

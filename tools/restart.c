@@ -428,6 +428,8 @@ int cmd_release(int argc, char **argv)
 	}
 	if (!dir || cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
 		goto usage;
+	if (slurm_job_finish(&job, NULL, NULL, 0, argc, argv))
+		return 1;
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot release %s", desc);
 	return release_job(&job, dir, what, NULL);
@@ -436,36 +438,69 @@ usage:
 	return 2;
 }
 
+/* restart's own options (reacquire has none) */
+struct restart_opts {
+	bool wait;			/* --wait: stay the job's parent (rwait.c) */
+	const char *slurm;		/* --slurm JOBID: run as a step of that job */
+	unsigned int slurm_job;
+};
+
 /*
- * reacquire's and restart's command line: -D DIR [--map DEV=DEV,...].
- * Return: 0, or 2 (said; *map freed).
+ * reacquire's and restart's command line: -D DIR [--map DEV=DEV,...], and
+ * restart's @ro. Return: 0, 1 (said: --slurm could not fan out) or 2 (said;
+ * *map freed).
  */
 static int dir_map_args(int argc, char **argv, const char *name, const char **dir,
-			struct ibckpt_rdev_map **map, uint32_t *nmap, struct coord_opts *xo)
+			struct ibckpt_rdev_map **map, uint32_t *nmap, struct coord_opts *xo,
+			struct restart_opts *ro)
 {
+	enum { OPT_WAIT = 0x3000, OPT_SLURM };
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
 		{ "map", required_argument, NULL, 'm' },
 		XNODE_OPTIONS,
 		{ "part", required_argument, NULL, XNODE_OPT_PART },
+		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "slurm", required_argument, NULL, OPT_SLURM },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	unsigned int nodes = 1;
+	int c, st;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "D:m:", opts, NULL)) != -1) {
-		if (c == 'D')
+		if (c == 'D') {
 			*dir = optarg;
-		else if (c == 'm' ? parse_map(optarg, map, nmap) : xnode_opt(c, optarg, xo) <= 0)
+		} else if ((c == OPT_WAIT || c == OPT_SLURM) && ro) {
+			ro->wait |= c == OPT_WAIT;
+			if (c == OPT_SLURM && cli_slurm_id(optarg, &ro->slurm_job, NULL))
+				goto usage;
+			if (c == OPT_SLURM)
+				ro->slurm = optarg;
+		} else if (c == 'm' ? parse_map(optarg, map, nmap) :
+			   xnode_opt(c, optarg, xo) <= 0) {
 			goto usage;
+		}
 	}
-	if (*dir && optind == argc && !xnode_finish(xo))
+	if (!*dir || optind != argc)
+		goto usage;
+	if (ro && ro->slurm) {
+		/* every part on the node of its rank, each the job's parent there */
+		st = nodes_load(*dir, &nodes);
+		if (st < 0 || slurm_restart_finish(ro->slurm_job, nodes, st == 0, xo, argc, argv)) {
+			free(*map);
+			*map = NULL;
+			return 1;
+		}
+		ro->wait = true;
+	}
+	if (!xnode_finish(xo))
 		return 0;
 usage:
 	free(*map);
 	*map = NULL;
 	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...] [" XNODE_USAGE
-		" [--part P]...]\n", name);
+		" [--part P]...]%s\n", name, ro ? " [--wait] [--slurm JOBID]" : "");
 	return 2;
 }
 
@@ -564,7 +599,7 @@ int cmd_reacquire(int argc, char **argv)
 	uint32_t nmap = 0;
 	int rc = 1, st = 0;
 
-	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &xo))
+	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &xo, NULL))
 		return 2;
 	co = coord_of(dir, &xo, &cs);
 	if (co == (struct coord *)-1)
@@ -684,9 +719,20 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	return rc;
 }
 
-/* The process criu dumps the job from: the group's, session's or tree's leader. */
+/*
+ * The process criu dumps the job from: the group's, session's or tree's
+ * leader, or the root of the one tree a cgroup's processes form.
+ */
 static int dump_root(const struct cli_job *job, unsigned int *root)
 {
+	pid_t pid;
+
+	if (job->type == IBCKPT_JOB_CGROUP) {
+		if (cgroup_tree_root(job->cgroup, &pid))
+			return -1;
+		*root = (unsigned int)pid;
+		return 0;
+	}
 	if (job->type == IBCKPT_JOB_PGRP || job->type == IBCKPT_JOB_SESSION ||
 	    job->type == IBCKPT_JOB_TREE) {
 		*root = job->id;
@@ -696,8 +742,8 @@ static int dump_root(const struct cli_job *job, unsigned int *root)
 			"process and its descendants\n", job->id);
 		return -1;
 	}
-	fprintf(stderr, "ibckpt: checkpoint to disk takes a process group, session or tree "
-		"(criu dumps a process and its descendants); --leave-running takes any job\n");
+	fprintf(stderr, "ibckpt: checkpoint to disk takes a process group, session, tree or "
+		"cgroup (criu dumps a process and its descendants)\n");
 	return -1;
 }
 
@@ -839,7 +885,11 @@ int cmd_checkpoint(int argc, char **argv)
 				goto usage;
 		}
 	}
-	if (!dir || cli_job_finish(&job, argc, argv, optind, 0) || xnode_finish(&xo))
+	if (!dir || cli_job_finish(&job, argc, argv, optind, 0))
+		goto usage;
+	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv))
+		return 1;
+	if (xnode_finish(&xo))
 		goto usage;
 	part = dir;
 	if (xo.n) {
@@ -1119,11 +1169,16 @@ int cmd_restart(int argc, char **argv)
 	struct coord cs, *co;
 	char path[4200];
 	uint32_t nmap = 0, mine[COORD_MAX_PARTS];
+	struct restart_opts ro = { 0 };
+	pid_t roots[COORD_MAX_PARTS];
 	unsigned int i, n = 0, total = 0;
 	int rc = 1, saved_json, st;
 
-	if (dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &xo))
-		return 2;
+	st = dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &xo, &ro);
+	if (st)
+		return st;
+	if (ro.wait && rwait_prepare())
+		return 1;
 	co = coord_of(dir, &xo, &cs);
 	if (co == (struct coord *)-1)
 		goto out;
@@ -1184,9 +1239,14 @@ int cmd_restart(int argc, char **argv)
 	} else {
 		printf("%u process%s restarted from %s\n", all.n, all.n == 1 ? "" : "es", dir);
 	}
+	for (i = 0; i < n; i++)
+		roots[i] = parts[i].root;
 out:
 	rjob_free(&all);
 	parts_free(parts, n);
 	free(map);
+	/* nothing of the restart held open while the job runs */
+	if (!rc && ro.wait)
+		rc = rwait(roots, n);
 	return rc;
 }

@@ -22,6 +22,7 @@
 #define DONE_FILE	"ibckpt-complete"	/* written last: the checkpoint is whole */
 #define PID_FILE	"restore.pid"	/* criu's: the restored root */
 #define PIDS_FILE	"pids"		/* every pid of the tree dumped */
+#define SHELL_JOB_FILE	"criu-shell-job"	/* the root led no session: criu --shell-job */
 
 /* The processes of a job, each with its restart channel. */
 struct rjob {
@@ -83,5 +84,16 @@ int nodes_save(const char *dir, unsigned int n);
 int nodes_load(const char *dir, unsigned int *n);
 int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len);
 void xnode_action_clear(void);
+
+/* rwait.c: restart --wait */
+int rwait_prepare(void);
+int rwait(const pid_t *root, unsigned int n);
+
+/* cgtree.c: a cgroup job's one process tree, for criu */
+int cgroup_tree_root(const char *path, pid_t *root);
+
+/* slurm.c: restart --slurm JOBID (cli.h: a Slurm step as a job) */
+int slurm_restart_finish(unsigned int job, unsigned int nodes, bool several,
+			 struct coord_opts *o, int argc, char **argv);
 
 #endif

@@ -237,6 +237,8 @@ int cmd_status(int argc, char **argv)
 	}
 	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID | CLI_JOB_OPTIONAL))
 		goto usage;
+	if (slurm_job_finish(&job, NULL, NULL, SLURM_SUSPENDED_OK, argc, argv))
+		return 1;
 	if (job.type == IBCKPT_JOB_PGRP)
 		l.pgid = job.id;
 	if (ibnl_open(&n, 0))

@@ -251,6 +251,37 @@ static void job_refuses_bad_names(void)
 	CHECK_EQ(parse_job(3, id, 0, &j), -1);
 }
 
+static void job_slurm_step_is_a_cgroup_found_later(void)
+{
+	char *st[] = { "freeze", "--slurm", "1234.0", NULL };
+	char *st7[] = { "freeze", "--slurm=4294967295.7", NULL };
+	char *nostep[] = { "freeze", "--slurm", "1234", NULL };
+	char *bad[] = { "freeze", "--slurm", "12.x", NULL };
+	char *neg[] = { "freeze", "--slurm", "-1.0", NULL };
+	char *dots[] = { "freeze", "--slurm", "1.2.3", NULL };
+	char *two[] = { "freeze", "--slurm", "1.0", "--tree", "9", NULL };
+	unsigned int job;
+	struct cli_job j;
+	char d[128];
+
+	CHECK_EQ(parse_job(3, st, 0, &j), 0);
+	CHECK(j.type == IBCKPT_JOB_CGROUP && !j.cgroup && j.slurm);
+	CHECK(j.slurm_job == 1234 && j.slurm_step == 0);
+	CHECK(!strcmp(cli_job_describe(&j, d, sizeof(d)), "Slurm step 1234.0"));
+	CHECK_EQ(parse_job(2, st7, 0, &j), 0);
+	CHECK(j.slurm_job == 4294967295u && j.slurm_step == 7);
+	CHECK_EQ(parse_job(3, nostep, 0, &j), -1);
+	CHECK_EQ(parse_job(3, bad, 0, &j), -1);
+	CHECK_EQ(parse_job(3, neg, 0, &j), -1);
+	CHECK_EQ(parse_job(3, dots, 0, &j), -1);
+	CHECK_EQ(parse_job(5, two, 0, &j), -1);
+	/* restart --slurm takes a job, not a step */
+	CHECK_EQ(cli_slurm_id("88", &job, NULL), 0);
+	CHECK_EQ(job, 88);
+	CHECK_EQ(cli_slurm_id("88.0", &job, NULL), -1);
+	CHECK_EQ(cli_slurm_id("0", &job, NULL), -1);
+}
+
 static void job_json_names_type_and_id(void)
 {
 	struct cli_job pg = { .type = IBCKPT_JOB_PGRP, .id = 5 };
@@ -283,6 +314,7 @@ int main(void)
 	RUN(stragglers_are_threads_that_never_parked);
 	RUN(job_is_named_one_way);
 	RUN(job_refuses_bad_names);
+	RUN(job_slurm_step_is_a_cgroup_found_later);
 	RUN(job_json_names_type_and_id);
 	return unit_done();
 }

@@ -247,3 +247,76 @@ node_get() {
 	IFS= read -r v < "$f"
 	printf '%s\n' "$v"
 }
+
+# slurm_up: Slurm on every node of the bed (Debian's slurm-wlm 22.05 and
+# munge, scripts/install-deps vm): munged everywhere, slurmctld on node 0,
+# slurmd on each node (named nodeI, as the bed's hostnames), cgroup v2 with
+# IgnoreSystemd (no systemd in the guest), proctrack/cgroup: a step's tasks
+# are in .../nodeI_slurmstepd.scope/job_J/step_S/user. Returns once node 0
+# sees every node idle. Configuration and logs in /etc/slurm and /run/slurm
+# (the guest's own); a failure prints the daemons' logs.
+slurm_up() {
+	local j s end
+	command -v slurmd > /dev/null && command -v munged > /dev/null ||
+		fail "Slurm is not installed (scripts/install-deps vm)"
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || fail "mount cgroup2"
+	mkdir -p /sys/fs/cgroup/system.slice /etc/slurm /run/slurm || fail "slurm_up: mkdir"
+	{
+		cat <<-EOC
+		ClusterName=ibckpt
+		SlurmctldHost=node0($(node_ip 0))
+		SlurmUser=root
+		SlurmdUser=root
+		AuthType=auth/munge
+		CredType=cred/munge
+		StateSaveLocation=/run/slurm/ctld
+		SlurmdSpoolDir=/run/slurm/d
+		SlurmctldPidFile=/run/slurm/slurmctld.pid
+		SlurmdPidFile=/run/slurm/slurmd.pid
+		SlurmctldLogFile=/run/slurm/slurmctld.log
+		SlurmdLogFile=/run/slurm/slurmd.log
+		ProctrackType=proctrack/cgroup
+		TaskPlugin=task/none
+		JobAcctGatherType=jobacct_gather/none
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_Core
+		MpiDefault=none
+		ReturnToService=2
+		SlurmdParameters=config_overrides
+		MessageTimeout=60
+		TCPTimeout=10
+		SlurmdTimeout=600
+		SlurmctldTimeout=600
+		UnkillableStepTimeout=120
+		InactiveLimit=0
+		KillWait=5
+		EOC
+		for ((j = 0; j < IBCKPT_NODES; j++)); do
+			echo "NodeName=node$j NodeAddr=$(node_ip "$j") CPUs=2 RealMemory=500 State=UNKNOWN"
+		done
+		echo "PartitionName=bed Nodes=node[0-$((IBCKPT_NODES - 1))] Default=YES MaxTime=INFINITE State=UP"
+	} > /etc/slurm/slurm.conf
+	printf '%s\n' CgroupPlugin=cgroup/v2 IgnoreSystemd=yes CgroupAutomount=yes \
+		ConstrainCores=no ConstrainRAMSpace=no ConstrainDevices=no > /etc/slurm/cgroup.conf
+	install -d -o munge -g munge -m 0755 /run/munge &&
+		install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge ||
+		fail "slurm_up: munge's directories"
+	runuser -u munge -- /usr/sbin/munged ||
+		fail "munged did not start: $(tail -n 5 /var/log/munge/munged.log)"
+	node_barrier slurm.munge
+	if node_is 0; then
+		slurmctld || fail "slurmctld did not start: $(tail -n 5 /run/slurm/slurmctld.log)"
+	fi
+	slurmd || fail "slurmd did not start: $(tail -n 5 /run/slurm/slurmd.log)"
+	if node_is 0; then
+		end=$((SECONDS + 120))
+		while :; do
+			s=$(sinfo -h -N -o %T 2> /dev/null | grep -c '^idle')
+			[ "$s" = "$IBCKPT_NODES" ] && break
+			[ $SECONDS -lt $end ] ||
+				fail "Slurm: $s of $IBCKPT_NODES nodes idle after 120 s: $(sinfo -N 2>&1; tail -n 5 /run/slurm/slurmctld.log)"
+			sleep 0.2
+		done
+	fi
+	node_barrier slurm.up
+}

@@ -1,0 +1,67 @@
+#!/bin/bash
+# An Open MPI job across the two nodes, launched by Slurm directly (`srun
+# --mpi=pmix`: Debian's Open MPI 4.1 and Slurm 22.05's PMIx plugin, UCX
+# rc_verbs/ud_verbs over each node's rxe0, both ranks through the ibckpt
+# provider), frozen and thawed as one job 20 times by `ibckpt freeze --slurm
+# JOBID.0`, which runs on both nodes through srun: each freeze has both
+# ranks' providers quiesced, nothing moves while frozen, traffic goes on
+# after the thaw, and the job ends with its own verdict (every message
+# checked byte by byte, round counts agreed).
+# vm-timeout: 900
+. "$(dirname "$0")/../cases/lib.sh"
+[ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
+[ -x tests/mpi/bin/ring ] || fail "tests/mpi/bin/ring not built (scripts/install-deps vm; make)"
+CYCLES=${IBCKPT_CYCLES:-20}
+slurm_up
+if ! node_is 0; then
+	node_barrier done 900
+	pass
+fi
+FZ=$IBCKPT_SHARED/fz
+mkdir -p "$FZ" || fail "mkdir $FZ"
+# srun passes the environment on to the ranks
+export RDMAV_DRIVERS=$PWD/provider/libibckpt
+export OMPI_MCA_pml=ucx OMPI_MCA_btl=^openib,ofi OMPI_MCA_mtl=^ofi
+export UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=0
+jid=$(salloc -N2 --no-shell 2>&1 | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
+[ -n "$jid" ] || fail "salloc -N2 granted nothing: $(salloc -N2 --no-shell 2>&1)"
+trap 'scancel "$jid" 2> /dev/null' EXIT
+# rank 0 runs here (node 0, the step's first node): its progress and stop
+# files are this node's (9p refuses a shared writable mapping)
+srun --jobid="$jid" --mpi=pmix -N2 --ntasks-per-node=1 "$PWD/tests/mpi/bin/ring" \
+	"$T/progress" "$T/stop" > "$T/mpi.out" 2> "$T/mpi.err" &
+mpi=$!
+progress() { od -An -tu8 "$T/progress" 2> /dev/null | tr -d ' '; }
+for _ in $(seq 600); do
+	[ "$(progress)" -gt 100 ] 2> /dev/null && break
+	kill -0 "$mpi" 2> /dev/null || fail "the MPI job died: $(tail -n 20 "$T/mpi.err")"
+	sleep 0.1
+done
+[ "$(progress)" -gt 100 ] 2> /dev/null || fail "the MPI job does not run: $(tail -n 20 "$T/mpi.err")"
+
+s0=$(date +%s.%N)
+for i in $(seq "$CYCLES"); do
+	ibckpt -j freeze --slurm "$jid.0" -D "$FZ" --timeout 20000 --persist 60 > "$T/f" 2> "$T/fe" ||
+		fail "freeze $i: $(cat "$T/fe" "$T/f") $(tail -n 5 "$T/mpi.err")"
+	# one line per node, each with its rank's provider quiesced
+	[ "$(grep -c '"state":"frozen".*"providers":1,' "$T/f")" = 2 ] ||
+		fail "freeze $i: not both ranks' providers quiesced: $(cat "$T/f")"
+	a=$(progress); sleep 0.3; b=$(progress)
+	[ "$a" = "$b" ] || fail "freeze $i: the job moved while frozen ($a -> $b)"
+	ibckpt thaw --slurm "$jid.0" -D "$FZ" > "$T/t" 2> "$T/te" || fail "thaw $i: $(cat "$T/te")"
+	for _ in $(seq 200); do
+		[ "$(progress)" -gt "$b" ] && break
+		sleep 0.05
+	done
+	[ "$(progress)" -gt "$b" ] || fail "freeze $i: no progress after the thaw"
+done
+t=$(echo "$(date +%s.%N) - $s0" | bc)
+touch "$T/stop"
+wait "$mpi"
+rc=$?
+cat "$T/mpi.out"
+expect_eq 0 "$rc" "srun's exit status ($(tail -n 5 "$T/mpi.err"))"
+grep -q "^ring: OK rounds=" "$T/mpi.out" || fail "no verdict from the job"
+echo "$CYCLES freezes of a 2-node Open MPI/UCX job step through srun in $t s, $(progress) rounds verified"
+node_barrier done 900
+pass
