@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include "restart.h"
 
 /* ---- a restart whose reacquire failed: the restored job goes ---- */
@@ -299,6 +300,9 @@ int kill_restored(pid_t root, const struct rjob *j)
 		}
 	}
 	for (tries = 0; tries < KILL_WAIT_MS / 10; tries++) {
+		/* a restart --wait is the restored root's parent (rwait.c): reap it */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
 		for (left = 0, i = 0; i < s.n; i++)
 			left += pid_exists(s.v[i]);
 		if (!left)

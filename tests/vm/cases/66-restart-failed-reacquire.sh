@@ -1,6 +1,7 @@
 #!/bin/bash
 # A reacquire that fails: in place, it is undone in every process and can
-# be tried again (below); after criu restored the job (restart.rst): the generator's session (server on rxe0, client on rxe1,
+# be tried again (below); after criu restored the job (restart.rst), with
+# and without restart --wait: the generator's session (server on rxe0, client on rxe1,
 # as in 63) runs with IBCKPT_FAULT_REACQUIRE=$T/fail, so that its providers
 # refuse the REACQUIRE while that file exists (the environment comes back
 # with the restore: only the file can change the answer). Checkpointed to
@@ -92,6 +93,14 @@ gone "$sid" "$server" "$client" ||
 tw=$(ss -Htan "( sport = :$port or dport = :$port )")
 [ -z "$tw" ] || fail "the killed job's connection lingers: $tw"
 echo "the failed restart took $ms ms: $(tr '\n' ' ' < "$T/e")"
+# the same with --wait, the restored root this command's child: it reaps
+# what it killed (regression: "process P is still there 10 s after
+# SIGKILL (its threads' states: Z)", its own zombie)
+cp -p "$T"/files/* "$T/"
+refused 1 "$dir is unchanged and can be restarted again" timeout 60 ibckpt restart -D "$dir" --wait
+grep -q "still there" "$T/e" && fail "restart --wait left its zombie: $(cat "$T/e")"
+gone "$sid" "$server" "$client" ||
+	fail "the failed restart --wait left the job: $(ps -o pid,stat,cmd -p "$sid,$server,$client")"
 
 rm "$T/fail"
 cp -p "$T"/files/* "$T/"
