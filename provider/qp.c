@@ -1206,7 +1206,15 @@ int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
 	}
 	ret = ibv_modify_qp(qp->real, &a, mask);
 	if (ret) {
-		ibckpt_restart_err("QP %u: to RTS: %s", qp->vqp.qp.qp_num, strerror(ret));
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr cur;
+
+		/* where the vendor's QP is: the reason is often there */
+		if (ibv_query_qp(qp->real, &cur, IBV_QP_STATE, &ia))
+			cur.qp_state = (enum ibv_qp_state)-1;
+		ibckpt_restart_err("QP %u: to RTS from state %d (sq_psn %#x, rd_atomic %u): %s",
+				   qp->vqp.qp.qp_num, (int)cur.qp_state, a.sq_psn,
+				   a.max_rd_atomic, strerror(ret));
 		return ret;
 	}
 	ibckpt_spin_lock(&qp->sq_lock);

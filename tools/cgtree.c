@@ -5,7 +5,9 @@
  * disk only if its processes are one tree. Its root is the one member whose
  * parent is not a member (a Slurm task's parent is slurmstepd, in the
  * step's other cgroup). An `ibckpt restart --wait` of the job, the parent
- * of the tree it restored, is not the job's: its child is the root.
+ * of the tree it restored (named RWAIT_COMM: rwait.c), is not the job's:
+ * its child is the root. A member gone since the cgroup was read is left
+ * out, and one read twice (moved between two cgroups below) counts once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "restart.h"
 
@@ -86,9 +87,10 @@ static int members_read(int dfd, struct members *m, int depth)
 	return rc;
 }
 
-static pid_t parent_of(pid_t pid)
+/* @pid's parent, and in @comm its name; 0 if it is gone. */
+static pid_t parent_of(pid_t pid, char *comm, size_t len)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, *q;
 	ssize_t n;
 	int fd, ppid;
 
@@ -101,10 +103,12 @@ static pid_t parent_of(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	/* after the command's closing parenthesis: state, ppid */
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' included */
+	q = strchr(buf, '(');
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+	if (!p || !q || p < q || sscanf(p + 1, " %*c %d", &ppid) != 1)
 		return 0;
+	snprintf(comm, len, "%.*s", (int)(p - q - 1), q + 1);
 	return ppid;
 }
 
@@ -112,22 +116,14 @@ static int member(const struct members *m, pid_t pid)
 {
 	unsigned int i;
 
+	if (!pid)
+		return 0;	/* a member left out, or no parent */
 	for (i = 0; i < m->n; i++)
 		if (m->pid[i] == pid)
 			return 1;
 	return 0;
 }
 
-/* @pid runs this very program: an ibckpt of the job, not part of it. */
-static int is_ibckpt(pid_t pid)
-{
-	struct stat self, other;
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	return !stat("/proc/self/exe", &self) && !stat(path, &other) &&
-	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
-}
 
 /**
  * cgroup_tree_root() - the root of the one process tree cgroup @path holds
@@ -141,7 +137,8 @@ int cgroup_tree_root(const char *path, pid_t *root)
 {
 	struct members m = { 0 };
 	bool *waiter = NULL;
-	unsigned int i, nroots = 0;
+	unsigned int i, j, nroots = 0;
+	char comm[32];
 	char roots[256] = "";
 	size_t len = 0;
 	int dfd, rc;
@@ -155,21 +152,29 @@ int cgroup_tree_root(const char *path, pid_t *root)
 			strerror(errno));
 		goto out;
 	}
-	for (i = 0; i < m.n; i++)
-		m.ppid[i] = parent_of(m.pid[i]);
-	/*
-	 * An ibckpt restart --wait holding the job is left out (its pid
-	 * negated: no longer a member), its children are roots. Decided on
-	 * the whole set first: one's being left out changes no other's.
-	 */
+	/* gone since, or read twice: left out (pid 0 is no member) */
 	waiter = calloc(m.n ? m.n : 1, sizeof(*waiter));
 	if (!waiter) {
 		fprintf(stderr, "ibckpt: out of memory\n");
 		rc = -1;
 		goto out;
 	}
+	for (i = 0; i < m.n; i++) {
+		for (j = 0; j < i && m.pid[j] != m.pid[i]; j++)
+			;
+		m.ppid[i] = j < i ? 0 : parent_of(m.pid[i], comm, sizeof(comm));
+		if (!m.ppid[i])
+			m.pid[i] = 0;
+		waiter[i] = m.ppid[i] && !strcmp(comm, RWAIT_COMM);
+	}
+	/*
+	 * An ibckpt restart --wait holding the job, its parent outside, is
+	 * left out (its pid negated: no longer a member), its children are
+	 * roots. Decided on the whole set first: one's being left out changes
+	 * no other's.
+	 */
 	for (i = 0; i < m.n; i++)
-		waiter[i] = !member(&m, m.ppid[i]) && is_ibckpt(m.pid[i]);
+		waiter[i] = waiter[i] && !member(&m, m.ppid[i]);
 	for (i = 0; i < m.n; i++)
 		if (waiter[i])
 			m.pid[i] = -m.pid[i];

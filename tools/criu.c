@@ -140,16 +140,43 @@ int wait_unregistered(const struct rjob *j)
 	return -1;
 }
 
+/* @root leads no session and has no controlling terminal (criu_dump()). */
+static bool shell_job(pid_t root)
+{
+	char path[64], buf[1024], *p;
+	int tty = -1, fd;
+	ssize_t n;
+
+	if (getsid(root) == root)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", root);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* after the command's closing parenthesis: state, ppid, pgrp, session, tty_nr */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty) != 1)
+		return false;
+	return tty == 0;
+}
+
 /*
  * criu dump of the released job, rooted at @root (criu takes a process and
  * its descendants). Its network lock is nftables': Debian's criu defaults
  * to iptables, which a minimal system lacks. @action: criu's action script
  * (a job on several nodes: its post-dump barrier), or NULL.
  *
- * A root that leads no session (a Slurm task: slurmstepd makes it a group
- * leader only) takes criu's --shell-job, in the dump and in the restore,
- * which puts the restored root in the restorer's session: SHELL_JOB_FILE
- * says so to the restart.
+ * A root that leads no session and has no terminal (a Slurm task:
+ * slurmstepd makes it a group leader only) takes criu's --shell-job, in the
+ * dump and in the restore, which puts the restored root in the restorer's
+ * session: SHELL_JOB_FILE says so to the restart. One with a terminal (a
+ * job started from a shell) is left to criu's refusal: a restore could not
+ * give it its terminal back.
  */
 int criu_dump(const char *dir, unsigned int root, const char *action)
 {
@@ -164,7 +191,7 @@ int criu_dump(const char *dir, unsigned int root, const char *action)
 	if (dir_make(images))
 		return -1;
 	snprintf(marker, sizeof(marker), "%s/" SHELL_JOB_FILE, dir);
-	if (getsid((pid_t)root) != (pid_t)root) {
+	if (shell_job((pid_t)root)) {
 		if (write_file(dir, SHELL_JOB_FILE, "", 0))
 			return -1;
 		args[n++] = "--shell-job";

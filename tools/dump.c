@@ -199,13 +199,13 @@ int cmd_dump(int argc, char **argv)
 	if (cli_job_finish(&job, argc, argv, optind,
 			   CLI_JOB_BY_ID | (dir ? CLI_JOB_OPTIONAL : 0)))
 		goto usage;
-	if (slurm_job_finish(&job, NULL, NULL, SLURM_SUSPENDED_OK, argc, argv))
-		return 1;
 	if (dir && (job.type || job.session || !*dir)) {
 		fprintf(stderr, "ibckpt: %s\n", *dir ? "-D DIR dumps a checkpoint directory: "
 			"name no job with it" : "-D needs a directory");
 		goto usage;
 	}
+	if (slurm_job_finish(&job, NULL, NULL, SLURM_SUSPENDED_OK, argc, argv))
+		return 1;
 	if (dir) {
 		/* offline: the module is not asked, there is no kernel view */
 		if (cli_ckpt_load(dir, &l, &complete))

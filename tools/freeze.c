@@ -235,7 +235,7 @@ int cmd_freeze(int argc, char **argv)
 	struct nl_msg *m;
 	uint64_t id = 0;
 	double t0, sleep_s = 0.001;
-	int c, err, rc = 1;
+	int c, err, rc = 1, nopart;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -278,7 +278,8 @@ int cmd_freeze(int argc, char **argv)
 		freeze_usage();
 		return 2;
 	}
-	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv))
+	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv);
+	if (nopart < 0)
 		return 1;
 	if (xnode_finish(&xo) || (xo.n && !dir) || (dir && !xo.n)) {
 		if ((xo.n && !dir) || (dir && !xo.n))
@@ -294,6 +295,12 @@ int cmd_freeze(int argc, char **argv)
 		if (coord_open(&cs, dir, &xo))
 			return 1;
 		co = &cs;
+	}
+	/* this node has no part of the Slurm step (said): the others learn it at once */
+	if (nopart) {
+		xvote(co, "frozen", 1, "it has no part of the Slurm step to take", NULL, 0, 0, NULL,
+		      NULL, NULL);
+		return 1;
 	}
 	if (ibnl_open(&n, 0)) {
 		xvote(co, "frozen", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);
@@ -446,7 +453,7 @@ int cmd_thaw(int argc, char **argv)
 	char ext[256] = "", what[320], desc[288];
 	struct ibnl n;
 	double t0;
-	int c, err;
+	int c, err, nopart;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -464,7 +471,8 @@ int cmd_thaw(int argc, char **argv)
 	}
 	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
 		goto usage;
-	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT | SLURM_SUSPENDED_OK, argc, argv))
+	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT | SLURM_SUSPENDED_OK, argc, argv);
+	if (nopart < 0)
 		return 1;
 	if (xnode_finish(&xo) || !xo.n != !dir)
 		goto usage;
@@ -472,6 +480,11 @@ int cmd_thaw(int argc, char **argv)
 		if (coord_open(&cs, dir, &xo))
 			return 1;
 		co = &cs;
+	}
+	if (nopart) {
+		xvote(co, "thawed", 1, "it has no part of the Slurm step to take", NULL, 0, 0, NULL,
+		      NULL, NULL);
+		return 1;
 	}
 	if (ibnl_open(&n, 0)) {
 		xvote(co, "thawed", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);

@@ -484,6 +484,13 @@ static int dir_map_args(int argc, char **argv, const char *name, const char **di
 	}
 	if (!*dir || optind != argc)
 		goto usage;
+	if (ro && ro->slurm && (*dir)[0] != '/') {
+		fprintf(stderr, "ibckpt: --slurm takes an absolute -D DIR (every node must find "
+			"the same directory), not '%s'\n", *dir);
+		free(*map);
+		*map = NULL;
+		return 1;
+	}
 	if (ro && ro->slurm) {
 		/* every part on the node of its rank, each the job's parent there */
 		st = nodes_load(*dir, &nodes);
@@ -854,7 +861,7 @@ int cmd_checkpoint(int argc, char **argv)
 	char what[320], desc[288], pdir[4200];
 	const char *dir = NULL, *timeout = "10000", *part;
 	struct cli_job job = { 0 }, by_id = { 0 };
-	int c, err, leave = 0, saved_json = json, rc, attempt;
+	int c, err, leave = 0, saved_json = json, rc, attempt, nopart;
 	struct coord_opts xo = { 0 };
 	struct coord cs, *co = NULL;
 	unsigned int root = 0;
@@ -887,7 +894,8 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	if (!dir || cli_job_finish(&job, argc, argv, optind, 0))
 		goto usage;
-	if (slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv))
+	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv);
+	if (nopart < 0)
 		return 1;
 	if (xnode_finish(&xo))
 		goto usage;
@@ -899,6 +907,12 @@ int cmd_checkpoint(int argc, char **argv)
 		co = &cs;
 		part_dir(pdir, sizeof(pdir), dir, xo.rank);
 		part = pdir;
+	}
+	/* no part of the Slurm step here (said): the others' next barrier fails at once */
+	if (nopart) {
+		xvote(co, leave ? "frozen" : "start", 1, "it has no part of the Slurm step to take",
+		      NULL, 0, 0, NULL, NULL, NULL);
+		return 1;
 	}
 	if (!leave && dump_root(&job, &root)) {
 		xvote(co, "start", 1, "the job's leader is gone", NULL, 0, 0, NULL, NULL, NULL);
@@ -1245,8 +1259,14 @@ out:
 	rjob_free(&all);
 	parts_free(parts, n);
 	free(map);
-	/* nothing of the restart held open while the job runs */
-	if (!rc && ro.wait)
+	/*
+	 * Nothing of the restart held open while the job runs, its run
+	 * closed as passed: the job's own exit status is not the restart's.
+	 */
+	if (!rc && ro.wait) {
+		if (co)
+			coord_close(co, true);
 		rc = rwait(roots, n);
+	}
 	return rc;
 }

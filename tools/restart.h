@@ -86,6 +86,7 @@ int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t le
 void xnode_action_clear(void);
 
 /* rwait.c: restart --wait */
+#define RWAIT_COMM	"ibckpt-wait"	/* its name (comm) while it waits */
 int rwait_prepare(void);
 int rwait(const pid_t *root, unsigned int n);
 

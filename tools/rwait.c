@@ -8,7 +8,12 @@
  * criu restores detached (-d): its root's parent, criu, exits once the job
  * runs, and the root goes to the nearest "child subreaper" above, this
  * command (PR_SET_CHILD_SUBREAPER, set before criu runs). Processes of the
- * job orphaned later come here too and are reaped.
+ * job orphaned later come here too and are reaped; once every root has
+ * ended the command returns, as a launcher whose task ended does (what the
+ * job left behind is its launcher's to end: Slurm ends the step's).
+ *
+ * Its name becomes RWAIT_COMM, which tells a later checkpoint of the job's
+ * cgroup that it is not the job's (cgtree.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -36,7 +41,10 @@ static void forward(int sig)
 /* Before criu restores: the restored roots become this process's children. */
 int rwait_prepare(void)
 {
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) {
+	/* an inherited SIG_IGN would have the kernel reap them, unseen */
+	signal(SIGCHLD, SIG_DFL);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) ||
+	    prctl(PR_SET_NAME, RWAIT_COMM, 0, 0, 0)) {
 		fprintf(stderr, "ibckpt: restart --wait: cannot become a subreaper: %s\n",
 			strerror(errno));
 		return -1;
@@ -58,10 +66,14 @@ int rwait(const pid_t *root, unsigned int n)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
 	struct sigaction sa = { .sa_handler = forward };
-	unsigned int i;
+	unsigned int i, left;
+	sigset_t block, old;
 	int st, rc = 0, code;
 	pid_t pid;
 
+	sigemptyset(&block);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&block, sigs[i]);
 	for (i = 0; i < n && i < COORD_MAX_PARTS; i++)
 		roots[i] = root[i];
 	nroots = i;
@@ -69,21 +81,25 @@ int rwait(const pid_t *root, unsigned int n)
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	fflush(NULL);
-	for (;;) {
+	for (left = nroots; left;) {
 		pid = waitpid(-1, &st, 0);
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			break;	/* ECHILD: the job is over */
+			break;	/* ECHILD: nothing of the job is ours any more */
 		}
 		code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		/* no signal forwarded to a root's pid between its reaping and here */
+		sigprocmask(SIG_BLOCK, &block, &old);
 		for (i = 0; i < nroots; i++) {
 			if (roots[i] != pid)
 				continue;
 			roots[i] = 0;
+			left--;
 			if (code && !rc)
 				rc = code;
 		}
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
 	return rc;
 }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +58,19 @@ static int capture(char *const argv[], char *out, size_t len)
 		_exit(127);
 	}
 	close(fds[1]);
-	while (got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) != 0) {
+	for (;;) {
+		char drain[512];
+		bool full = got + 1 >= len;
+
+		/* past @len, read on to the end: a writer cut short dies of SIGPIPE */
+		n = full ? read(fds[0], drain, sizeof(drain)) :
+			   read(fds[0], out + got, len - 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n <= 0)
 			break;
-		got += (size_t)n;
+		if (!full)
+			got += (size_t)n;
 	}
 	out[got] = 0;
 	close(fds[0]);
@@ -95,11 +103,12 @@ static int field(const char *rec, const char *key, char *out, size_t len)
 
 /*
  * Job @job is running (and not suspended): @what says what was to be done.
+ * *@owner (if set): the job's user id, from "UserId=NAME(UID)".
  * Return: 0, or -1 (said).
  */
-static int job_running(unsigned int job, const char *what)
+static int job_running(unsigned int job, const char *what, long *owner)
 {
-	char id[16], rec[8192], state[64];
+	char id[16], rec[8192], state[64], user[128], *p;
 	char *argv[] = { "scontrol", "show", "job", "-o", id, NULL };
 
 	snprintf(id, sizeof(id), "%u", job);
@@ -118,6 +127,14 @@ static int job_running(unsigned int job, const char *what)
 		fprintf(stderr, "ibckpt: %s: Slurm job %u is %s, not running\n", what, job,
 			state);
 		return -1;
+	}
+	if (owner) {
+		p = field(rec, "UserId", user, sizeof(user)) ? NULL : strrchr(user, '(');
+		if (!p || sscanf(p, "(%ld)", owner) != 1) {
+			fprintf(stderr, "ibckpt: %s: Slurm job %u: no owner in scontrol's "
+				"record\n", what, job);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -165,7 +182,10 @@ static int step_cgroup(struct cli_job *j, bool frozen_ok, char *buf, size_t len)
 	return rc;
 }
 
-/* Slurm's variables that srun takes as options: the fan-out's are its own. */
+/*
+ * Slurm's variables that srun takes as options (SLURM_*, and SRUN_* that
+ * sbatch and salloc set for the steps of a job): the fan-out's are its own.
+ */
 static void slurm_env_clear(void)
 {
 	extern char **environ;
@@ -174,7 +194,8 @@ static void slurm_env_clear(void)
 
 again:
 	for (e = environ; *e; e++) {
-		if (strncmp(*e, "SLURM_", 6) || !strncmp(*e, "SLURM_CONF=", 11))
+		if ((strncmp(*e, "SLURM_", 6) && strncmp(*e, "SRUN_", 5)) ||
+		    !strncmp(*e, "SLURM_CONF=", 11))
 			continue;
 		n = strcspn(*e, "=");
 		if (n >= sizeof(name))
@@ -198,7 +219,7 @@ again:
 static int fanout(unsigned int job, unsigned int nodes, const char *list, const char *marker,
 		  bool in_job, bool meet, int argc, char **argv)
 {
-	char jobid[32], n[32], self[4096], run[128], host[64] = "", *av[64];
+	char jobid[32], n[32], self[4096], run[128], host[256] = "", *av[64];
 	struct timespec ts;
 	int i, k = 0;
 	ssize_t len;
@@ -232,10 +253,14 @@ static int fanout(unsigned int job, unsigned int nodes, const char *list, const 
 	for (i = 0; i < argc; i++)
 		av[k++] = argv[i];
 	if (meet) {
-		/* new for each operation, the same on every node */
+		/*
+		 * New for each operation, the same on every node; at most 64
+		 * characters (coord_run_id()): the host's first label, cut.
+		 */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gethostname(host, sizeof(host) - 1);
-		snprintf(run, sizeof(run), "slurm-%s-%.40s-%d-%lld", marker, host, (int)getpid(),
+		host[strcspn(host, ".")] = 0;
+		snprintf(run, sizeof(run), "slurm-%s-%.12s-%d-%lld", marker, host, (int)getpid(),
 			 (long long)ts.tv_sec);
 		av[k++] = "--run";
 		av[k++] = run;
@@ -278,8 +303,11 @@ static int agent_rank(struct coord_opts *o, const char *dir)
  *	   suspended step: thaw, status)
  * @argc, @argv: the command, run again by each agent
  *
- * Return: 0 to go on here with @j naming this node's part; -1 (said) on an
- * error. Does not return when the command fans out.
+ * Return: 0 to go on here with @j naming this node's part; 1 (said) if this
+ * node has no part to take, in a job on several nodes (@o->n set): the
+ * caller fails the operation's first barrier, so that the other nodes learn
+ * it at once; -1 (said) on another error. Does not return when the command
+ * fans out.
  */
 int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
 		     unsigned int flags, int argc, char **argv)
@@ -299,9 +327,20 @@ int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
 			return -1;
 	} else if ((flags & SLURM_FANOUT) && o && !o->n) {
 		/* from anywhere Slurm's commands work: every node of the step does it */
+		if (o->run || o->nparts) {
+			fprintf(stderr, "ibckpt: --slurm without --node runs on every node of the "
+				"step and names the operation itself: no --run\n");
+			return -1;
+		}
+		if (dir && dir[0] != '/') {
+			/* each agent starts where srun says: it must find the same one */
+			fprintf(stderr, "ibckpt: --slurm takes an absolute -D DIR (every node "
+				"must find the same directory), not '%s'\n", dir);
+			return -1;
+		}
 		snprintf(id, sizeof(id), "%s", marker);
 		/* srun waits while the job is suspended: say it instead */
-		if (job_running(j->slurm_job, "cannot take its step"))
+		if (job_running(j->slurm_job, "cannot take its step", NULL))
 			return -1;
 		if (capture(argv_step, rec, sizeof(rec)) || !strstr(rec, "StepId=") ||
 		    field(rec, "NodeList", nodes, sizeof(nodes)) ||
@@ -324,7 +363,9 @@ int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
 		return fanout(j->slurm_job, (unsigned int)nn, nlist, marker, false, dir != NULL,
 			      argc, argv);
 	}
-	return step_cgroup(j, flags & SLURM_SUSPENDED_OK, cg, sizeof(cg));
+	if (step_cgroup(j, flags & SLURM_SUSPENDED_OK, cg, sizeof(cg)))
+		return o && o->n ? 1 : -1;
+	return 0;
 }
 
 /**
@@ -344,15 +385,24 @@ int slurm_restart_finish(unsigned int job, unsigned int nodes, bool several,
 {
 	const char *agent = getenv(AGENT_ENV);
 	char marker[48];
+	long owner;
 
 	snprintf(marker, sizeof(marker), "%u", job);
 	if (agent && !strcmp(agent, marker))
 		return agent_rank(o, several ? "" : NULL);
-	if (o->n) {
-		fprintf(stderr, "ibckpt: restart --slurm runs on every node itself: no --node\n");
+	if (o->n || o->nparts || o->run) {
+		fprintf(stderr, "ibckpt: restart --slurm runs on every node itself, part R on the "
+			"step's node R: no --node, --part or --run\n");
 		return -1;
 	}
-	if (job_running(job, "cannot restart in it"))
+	if (job_running(job, "cannot restart in it", &owner))
 		return -1;
+	/* slurmctld lets no one but the owner start a step in a job, root included */
+	if (owner != (long)getuid()) {
+		fprintf(stderr, "ibckpt: cannot restart in Slurm job %u: it is user %ld's; only "
+			"its owner may start a step in it (restart in a job of your own)\n", job,
+			owner);
+		return -1;
+	}
 	return fanout(job, nodes, NULL, marker, true, several, argc, argv);
 }

@@ -3,14 +3,16 @@
  * cgroup_tree_root() (cgtree.c) on a directory laid out as a cgroup v2
  * hierarchy (cgroup.procs files, child directories) holding this test's own
  * processes: a checkpoint to disk finds the one tree a Slurm step's cgroup
- * holds, leaves out the ibckpt restart --wait that holds a restarted job,
- * and refuses a cgroup of several trees or of none.
+ * holds, leaves out the ibckpt restart --wait that holds a restarted job
+ * (by its name), a process gone since and a process read twice, and
+ * refuses a cgroup of several trees or of none, saying which.
  */
 #define UNIT_SUITE "cgtree"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,7 +61,7 @@ static pid_t sleeper(void)
 	return p;
 }
 
-/* A child running this very program (as an ibckpt restart --wait would), parent of @*child. */
+/* A child named as an ibckpt restart --wait is (RWAIT_COMM), parent of @*child. */
 static pid_t holder(pid_t *child)
 {
 	int fds[2];
@@ -71,6 +73,7 @@ static pid_t holder(pid_t *child)
 	if (!p) {
 		pid_t c = sleeper();
 
+		prctl(PR_SET_NAME, RWAIT_COMM, 0, 0, 0);
 		if (write(fds[1], &c, sizeof(c)) != sizeof(c))
 			_exit(1);
 		pause();
@@ -98,55 +101,128 @@ static void clear(void)
 		abort();
 }
 
-static void one_tree_found_below_its_cgroups(void)
+/* cgroup_tree_root(@path) with what it says on standard error in @said */
+static int tree_root(const char *path, pid_t *root, char *said, size_t len)
 {
-	pid_t w, c, root = 0;
+	FILE *f = tmpfile();
+	int saved = dup(2), rc;
+	size_t n;
 
-	/* a task with a child in a cgroup below: the task is the root */
-	w = holder(&c);
-	put("", (pid_t[]){ w }, 1);
-	put("user", (pid_t[]){ 0 }, 0);
-	put("user/task_0", (pid_t[]){ c }, 1);
-	/* w runs this program, as an ibckpt restart --wait: left out, its child is the root */
-	CHECK_EQ(cgroup_tree_root(top, &root), 0);
-	CHECK_EQ(root, c);
-	reap(w);
-	waitpid(-1, NULL, WNOHANG);
-	clear();
+	if (!f || saved < 0)
+		abort();
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	rc = cgroup_tree_root(path, root);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(said, 1, len - 1, f);
+	said[n] = 0;
+	fclose(f);
+	return rc;
 }
 
 static void a_plain_tree_is_its_root(void)
 {
 	pid_t a = sleeper(), root = 0;
+	char said[512];
 
 	put("", (pid_t[]){ a }, 1);
-	CHECK_EQ(cgroup_tree_root(top, &root), 0);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), 0);
 	CHECK_EQ(root, a);
 	reap(a);
+	clear();
+}
+
+static void the_restart_waiter_is_left_out(void)
+{
+	pid_t w, c, root = 0;
+	char said[512];
+
+	/* the waiter and its child, in cgroups below as a Slurm step's */
+	w = holder(&c);
+	put("", (pid_t[]){ 0 }, 0);
+	put("user", (pid_t[]){ w }, 1);
+	put("user/task_0", (pid_t[]){ c }, 1);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), 0);
+	CHECK_EQ(root, c);
+	reap(c);
+	reap(w);
+	clear();
+}
+
+static void a_parent_of_another_name_is_the_root(void)
+{
+	pid_t p, c, root = 0;
+	char said[512];
+	int fds[2];
+
+	/* as the waiter, but not named so: an ordinary parent, the root */
+	if (pipe(fds))
+		abort();
+	p = fork();
+	if (!p) {
+		c = sleeper();
+		if (write(fds[1], &c, sizeof(c)) != sizeof(c))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (read(fds[0], &c, sizeof(c)) != sizeof(c))
+		abort();
+	close(fds[0]);
+	close(fds[1]);
+	put("", (pid_t[]){ p, c }, 2);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), 0);
+	CHECK_EQ(root, p);
+	kill(c, SIGKILL);
+	reap(p);
 	clear();
 }
 
 static void several_trees_are_refused(void)
 {
 	pid_t a = sleeper(), b = sleeper(), root = 0;
+	char said[512], two[64];
 
 	put("", (pid_t[]){ a }, 1);
 	put("x", (pid_t[]){ b }, 1);
-	CHECK_EQ(cgroup_tree_root(top, &root), -1);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), -1);
+	snprintf(two, sizeof(two), "holds 2 process trees (roots %d, %d)", a, b);
+	CHECK(strstr(said, two));
 	reap(a);
 	reap(b);
 	clear();
 }
 
+static void gone_or_read_twice_counts_no_more(void)
+{
+	pid_t a = sleeper(), gone = sleeper(), root = 0;
+	char said[512];
+
+	/* a process gone since the cgroup was read; one read in two cgroups */
+	reap(gone);
+	put("", (pid_t[]){ a, gone }, 2);
+	put("moved", (pid_t[]){ a }, 1);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), 0);
+	CHECK_EQ(root, a);
+	CHECK(!said[0]);
+	reap(a);
+	clear();
+}
+
 static void an_empty_or_missing_cgroup_is_refused(void)
 {
-	char path[96];
+	char path[96], said[512];
 	pid_t root = 0;
 
 	put("", (pid_t[]){ 0 }, 0);
-	CHECK_EQ(cgroup_tree_root(top, &root), -1);
+	CHECK_EQ(tree_root(top, &root, said, sizeof(said)), -1);
+	CHECK(strstr(said, "has no process"));
 	snprintf(path, sizeof(path), "%s/nowhere", top);
-	CHECK_EQ(cgroup_tree_root(path, &root), -1);
+	CHECK_EQ(tree_root(path, &root, said, sizeof(said)), -1);
+	CHECK(strstr(said, "cannot read its processes"));
 	clear();
 }
 
@@ -156,8 +232,10 @@ int main(void)
 	if (!mkdtemp(top))
 		abort();
 	RUN(a_plain_tree_is_its_root);
-	RUN(one_tree_found_below_its_cgroups);
+	RUN(the_restart_waiter_is_left_out);
+	RUN(a_parent_of_another_name_is_the_root);
 	RUN(several_trees_are_refused);
+	RUN(gone_or_read_twice_counts_no_more);
 	RUN(an_empty_or_missing_cgroup_is_refused);
 	rmdir(top);
 	return unit_done();

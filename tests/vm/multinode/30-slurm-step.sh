@@ -31,6 +31,10 @@ export RDMAV_DRIVERS=$PWD/provider/libibckpt	# srun passes the environment on
 # Node 1 holds no command: it answers node 0's requests (the client's end).
 if ! node_is 0; then
 	if node_is 1; then
+		# a node with no part of the step fails the first barrier at once
+		jid=$(node_get nopart 600) || fail "node 0 never asked"
+		refused 1 "Slurm step $jid.7 has no processes on this node" \
+			ibckpt freeze --slurm "$jid.7" -D "$FZ" --node 1/2 --run nopart
 		node_get finish 800 > /dev/null || fail "node 0 never finished"
 		kill -INT "$(cat "$J/1.pid")" || fail "no client to stop"
 	fi
@@ -110,6 +114,16 @@ refused 1 "Slurm step $jid.0 is suspended on this node" \
 scontrol resume "$jid" || fail "scontrol resume $jid"
 wait_progress $(($(progress) + 2))
 refused 1 "Slurm step $jid.7 has no processes on this node" ibckpt status --slurm "$jid.7"
+# node 1 has no part: node 0 learns it at its first barrier, not after the
+# timeout (regression: node 1 left without a word, node 0's part stayed
+# frozen for 130 s)
+node_put nopart "$jid"
+t0=$SECONDS
+refused 1 "node 1: it has no part of the Slurm step to take" \
+	ibckpt freeze --slurm "$jid.0" -D "$FZ" --node 0/2 --run nopart --persist 60
+[ $((SECONDS - t0)) -lt 60 ] || fail "node 0 learnt node 1's failure after $((SECONDS - t0)) s"
+expect_eq running "$(state_on 0 0)" "node 0's part after the failed freeze"
+wait_progress $(($(progress) + 1))
 refused 1 "no Slurm step $jid.7" ibckpt freeze --slurm "$jid.7" -D "$FZ"
 refused 2 "is not a Slurm job step" ibckpt freeze --slurm "$jid"
 
@@ -122,6 +136,10 @@ for i in $(seq "$ROUNDS"); do
 		fail "checkpoint $i said: $(cat "$T/c" "$T/ce")"
 	[ -e "$CK/ibckpt-complete" ] || fail "checkpoint $i: not marked whole"
 	wait "$step"	# the step ends with its tasks
+	st=$?
+	# the first step's srun reports its killed tasks; a restart's ends as
+	# its waiter does: 128 + SIGKILL, as criu killed what it dumped
+	[ "$i" = 1 ] || expect_eq 137 "$st" "restart $((i - 1))'s step after the checkpoint"
 	alive() { kill -0 "$1" 2> /dev/null; }
 	for _ in $(seq 100); do alive "$SERVER" || break; sleep 0.1; done
 	alive "$SERVER" && fail "checkpoint $i: the server $SERVER is still there"
