@@ -1034,7 +1034,7 @@ static int qp_to_init(struct ibckpt_qp *qp)
 }
 
 /**
- * ibckpt_qp_recreate() - the QP again, at INIT with its receives posted
+ * ibckpt_qp_recreate() - the QP again, at INIT (its receives: ibckpt_qp_refill())
  * @qp: a released QP; its PD, CQs and SRQ are re-created
  *
  * The same attributes; the device must grant at least the capacities it
@@ -1091,16 +1091,25 @@ int ibckpt_qp_recreate(struct ibckpt_qp *qp)
 	if (qp->rel.state == IBV_QPS_RESET)
 		return 0;
 	err = qp_to_init(qp);
-	if (err) {
+	if (err)
 		ibckpt_restart_err("QP %u: to INIT: %s", q->qp_num, strerror(err));
-		return err;
-	}
-	if (qp->rq_logged) {
-		struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
+	return err;
+}
 
-		return ibckpt_repost_recvs(&qp->rq, &t);
-	}
-	return 0;
+/**
+ * ibckpt_qp_refill() - the re-created QP's own receives posted again
+ * @qp: re-created by ibckpt_qp_recreate(), as every MR of the process
+ *
+ * After every object is back, as an SRQ's (ibckpt_srq_refill()).
+ * Return: 0 or an errno.
+ */
+int ibckpt_qp_refill(struct ibckpt_qp *qp)
+{
+	struct ibckpt_recv_target t = { .ctx = qp->ctx, .real = qp->real };
+
+	if (qp->rel.state == IBV_QPS_RESET || !qp->rq_logged)
+		return 0;
+	return ibckpt_repost_recvs(&qp->rq, &t);
 }
 
 static bool qp_state_reached(const struct ibckpt_qp *qp, enum ibv_qp_state s)
@@ -1150,6 +1159,8 @@ int ibckpt_qp_to_rtr(struct ibckpt_qp *qp)
 	ret = ibv_modify_qp(qp->real, &a, mask);
 	if (ret)
 		ibckpt_restart_err("QP %u: to RTR: %s", qp->vqp.qp.qp_num, strerror(ret));
+	ibckpt_dbg("QP %u: RTR: real QPN %u, peer %u, rq_psn %#x", qp->vqp.qp.qp_num,
+		   qp->real->qp_num, a.dest_qp_num, a.rq_psn);
 	return ret;
 }
 
@@ -1228,6 +1239,10 @@ int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
 		struct ibv_sge one;
 
 		wr_from_log(e, sge, inl, &w, &one);
+		ibckpt_dbg("QP %u: again: wr_id %#llx opcode %d flags %#x sges %d psn %#x rkey %#x",
+			   qp->vqp.qp.qp_num, (unsigned long long)w.wr_id, w.opcode,
+			   w.send_flags, w.num_sge,
+			   (e->psn_start + qp->psn_base) & IBCKPT_PSN_MASK, w.wr.rdma.rkey);
 		ret = post_one_xlate(qp, &w);
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);

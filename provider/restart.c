@@ -357,6 +357,15 @@ static int recreate_objects(struct ibckpt_context *ctx)
 		if (err)
 			return err;
 	}
+	/* receives last: each may name any MR, registered before or after its queue */
+	for_each_obj(ctx, o, false) {
+		if (o->type == IBCKPT_SNAP_SRQ)
+			err = ibckpt_srq_refill(OBJ(o, struct ibckpt_srq));
+		else if (o->type == IBCKPT_SNAP_QP)
+			err = ibckpt_qp_refill(OBJ(o, struct ibckpt_qp));
+		if (err)
+			return err;
+	}
 	return 0;
 }
 

@@ -96,11 +96,13 @@ struct ibv_comp_channel *ibckpt_channel_recreate(struct ibckpt_context *ctx,
 						 struct ibckpt_channel *chan);
 void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
+int ibckpt_srq_refill(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
 int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what);
 void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);
 int ibckpt_qp_recreate(struct ibckpt_qp *qp);
+int ibckpt_qp_refill(struct ibckpt_qp *qp);
 int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);
 int ibckpt_qp_to_rts(struct ibckpt_qp *qp);
 void ibckpt_ah_release(struct ibckpt_ah *ah);

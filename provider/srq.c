@@ -303,10 +303,6 @@ int ibckpt_repost_recvs(struct ibckpt_wrlog *log, struct ibckpt_recv_target *t)
 int ibckpt_srq_recreate(struct ibckpt_srq *srq)
 {
 	struct ibv_srq_init_attr_ex a = srq->init;
-	struct ibv_srq_attr lim = { .srq_limit = srq->srq_limit };
-
-	struct ibckpt_recv_target t = { .ctx = srq->ctx, .srq = true };
-	int err;
 
 	a.srq_context = srq;
 	a.pd = to_ipd(srq->init.pd)->real;
@@ -317,7 +313,25 @@ int ibckpt_srq_recreate(struct ibckpt_srq *srq)
 		return errno;
 	}
 	srq->ibv_srq.handle = srq->real->handle;
-	t.real = srq->real;
+	return 0;
+}
+
+/**
+ * ibckpt_srq_refill() - the re-created SRQ's receives posted again
+ * @srq: re-created by ibckpt_srq_recreate(), as every MR of the process
+ *
+ * After every object is back: a receive may name an MR registered after
+ * the SRQ was created, whose new lkey is only known once it is registered
+ * again (regression: an Open MPI/UCX rank's receives went back with their
+ * old lkeys, and its first incoming message failed the QP).
+ * Return: 0 or an errno.
+ */
+int ibckpt_srq_refill(struct ibckpt_srq *srq)
+{
+	struct ibckpt_recv_target t = { .ctx = srq->ctx, .srq = true, .real = srq->real };
+	struct ibv_srq_attr lim = { .srq_limit = srq->srq_limit };
+	int err;
+
 	err = ibckpt_repost_recvs(&srq->rq, &t);
 	if (err)
 		return err;

@@ -101,8 +101,10 @@ int main(int argc, char **argv)
 			MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
 		}
 	}
-	if (!rank)
+	if (!rank) {
 		printf("ring: OK rounds=%llu bytes=%zu\n", (unsigned long long)round, bytes);
+		fflush(stdout);	/* the verdict stands whatever MPI_Finalize does */
+	}
 	free(buf);
 	MPI_Finalize();
 	return 0;
