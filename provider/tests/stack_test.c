@@ -1789,7 +1789,9 @@ static void srq_limit_fires_once_across_a_restart(void)
 	CHECK_EQ(ibckpt_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
 	ibckpt_srq_release(to_isrq(srq));
 	v.srq_arms = 0;
-	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);	/* not fired: armed again */
+	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);
+	CHECK_EQ(v.srq_arms, 0);	/* armed once its receives are back */
+	CHECK_EQ(ibckpt_srq_refill(to_isrq(srq)), 0);	/* not fired: armed again */
 	CHECK_EQ(v.srq_arms, 1);
 	CHECK_EQ(v.srq_armed, 4);
 	vendor_raises(IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)to_isrq(srq)->real);
@@ -1799,7 +1801,8 @@ static void srq_limit_fires_once_across_a_restart(void)
 	ibv_ack_async_event(&ev);
 	ibckpt_srq_release(to_isrq(srq));
 	v.srq_arms = 0;
-	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);	/* fired: not armed */
+	CHECK_EQ(ibckpt_srq_recreate(to_isrq(srq)), 0);
+	CHECK_EQ(ibckpt_srq_refill(to_isrq(srq)), 0);	/* fired: not armed */
 	CHECK_EQ(v.srq_arms, 0);
 	CHECK_EQ(ibckpt_destroy_srq(srq), 0);
 	app_fini();
