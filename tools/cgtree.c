@@ -124,7 +124,6 @@ static int member(const struct members *m, pid_t pid)
 	return 0;
 }
 
-
 /**
  * cgroup_tree_root() - the root of the one process tree cgroup @path holds
  * @path: a cgroup v2 directory (the cgroups below it included)
