@@ -185,21 +185,25 @@ static uint64_t psn_digest(void)
 	return d;
 }
 
-static uint32_t drain_all(void)
+/* Return: 0 or ENOMEM (a private queue could not grow: the quiesce fails). */
+static int drain_all(uint32_t *n)
 {
 	struct ibckpt_context *ctx;
 	struct ibckpt_cq *cq;
-	uint32_t n = 0, k;
+	uint32_t k;
+	int err = 0;
 
 	/* The gates are closed: CQs are neither created nor destroyed (cq.c). */
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
 		for (cq = ctx->cqs; cq; cq = cq->next) {
-			k = ibckpt_cq_drain(cq);
+			k = 0;
+			if (ibckpt_cq_drain(cq, &k))
+				err = ENOMEM;
 			atomic_fetch_add(&ctx->stats.drained, k);
-			n += k;
+			*n += k;
 		}
 	}
-	return n;
+	return err;
 }
 
 /*
@@ -239,8 +243,15 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 	start = last = now_ms();
 	psn = psn_digest();
 	for (;;) {
-		uint32_t got = drain_all();
-		uint64_t p = psn_digest();
+		uint32_t got = 0;
+		uint64_t p;
+
+		if (drain_all(&got)) {
+			gates_open();
+			q->status = ENOMEM;
+			return;
+		}
+		p = psn_digest();
 
 		q->n_drained += got;
 		if (got || p != psn)	/* completions, or packets still moving */

@@ -163,7 +163,8 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 }
 
 /* Retires what the vendor returned; inside the gate. */
-static inline void retire_polled(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
+static inline void retire_polled(struct ibckpt_context *ctx, const struct ibckpt_cq *cq,
+				 struct ibv_wc *wc, int n)
 {
 	int i;
 
@@ -171,7 +172,7 @@ static inline void retire_polled(struct ibckpt_context *ctx, struct ibv_wc *wc, 
 	if (__builtin_expect(ctx->remapped, 0))
 		ibckpt_wc_to_virtual(ctx, wc, n);
 	for (i = 0; i < n; i++)
-		ibckpt_qp_retire(ctx, &wc[i]);
+		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	atomic_fetch_add_explicit(&ctx->stats.wc, (unsigned long)n, memory_order_relaxed);
 }
@@ -192,7 +193,7 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 		return n;
 	r = ibv_poll_cq(cq->real, ne - n, wc + n);
 	if (r > 0)
-		retire_polled(cq->ctx, wc + n, r);
+		retire_polled(cq->ctx, cq, wc + n, r);
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
@@ -217,45 +218,74 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	} else {
 		n = ibv_poll_cq(cq->real, ne, wc);
 		if (n > 0)
-			retire_polled(ctx, wc, n);
+			retire_polled(ctx, cq, wc, n);
 	}
 	ibckpt_gate_exit(&ctx->gate);
 	atomic_fetch_add_explicit(&ctx->stats.poll_cq, 1, memory_order_relaxed);
 	return n;
 }
 
+/*
+ * The private queue is full: the application polled nothing since an
+ * earlier freeze. What the vendor still holds was executed as well; left
+ * there, its requests would stay in the logs and a restart would run them
+ * again. So the queue doubles, if the vendor has one more (the larger ring
+ * is allocated first: a completion polled is never dropped). Return: as
+ * ibv_poll_cq() for one entry, -ENOMEM when no larger ring can be had.
+ */
+static int drain_grow(struct ibckpt_cq *cq, struct ibv_wc *wc)
+{
+	struct ibckpt_vcq bigger;
+	int n;
+
+	if (cq->vcq.size >= (1u << 30) || ibckpt_vcq_init(&bigger, cq->vcq.size * 2))
+		return -ENOMEM;
+	n = ibv_poll_cq(cq->real, 1, wc);
+	if (n > 0)
+		ibckpt_vcq_replace(&cq->vcq, &bigger);
+	else
+		ibckpt_vcq_destroy(&bigger);
+	return n;
+}
+
 /**
  * ibckpt_cq_drain() - move what the vendor's CQ holds into the private queue
  * @cq: the CQ; its context's gate is closed, so no application thread polls
+ * @moved: incremented by the completions moved
  *
- * Retires the completions' logged requests, as a poll would.
- * Return: completions moved (0 when empty or the private queue is full).
+ * Retires the completions' logged requests, as a poll would. Everything the
+ * vendor's CQ holds is taken: the private queue grows when it must.
+ * Return: 0, or ENOMEM (what was moved stays moved; the rest stays the
+ * vendor's).
  */
-uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq)
+int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 {
 	struct ibv_wc wc[32];
-	uint32_t space, total = 0;
-	int i, n;
+	uint32_t space;
+	int i, n, err = 0;
 
 	ibckpt_spin_lock(&cq->lock);
 	for (;;) {
 		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
-		if (!space)
-			break;
-		n = ibv_poll_cq(cq->real, space < 32 ? (int)space : 32, wc);
+		if (space)
+			n = ibv_poll_cq(cq->real, space < 32 ? (int)space : 32, wc);
+		else
+			n = drain_grow(cq, wc);
+		if (n == -ENOMEM)
+			err = ENOMEM;
 		if (n <= 0)
 			break;
 		ibckpt_spin_lock(&cq->ctx->qpn_lock);
 		if (cq->ctx->remapped)
 			ibckpt_wc_to_virtual(cq->ctx, wc, n);
 		for (i = 0; i < n; i++)
-			ibckpt_qp_retire(cq->ctx, &wc[i]);
+			ibckpt_qp_retire(cq->ctx, cq, &wc[i]);
 		ibckpt_spin_unlock(&cq->ctx->qpn_lock);
 		ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
-		total += (uint32_t)n;
+		*moved += (uint32_t)n;
 	}
 	ibckpt_spin_unlock(&cq->lock);
-	return total;
+	return err;
 }
 
 int ibckpt_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
@@ -298,14 +328,7 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 			goto out;
 		}
 		ibckpt_spin_lock(&cq->lock);
-		while (!ibckpt_vcq_empty(&cq->vcq)) {
-			struct ibv_wc wc;
-
-			ibckpt_vcq_pop(&cq->vcq, &wc, 1);
-			ibckpt_vcq_push(&vcq, &wc, 1);
-		}
-		ibckpt_vcq_destroy(&cq->vcq);
-		cq->vcq = vcq;
+		ibckpt_vcq_replace(&cq->vcq, &vcq);
 		ibckpt_spin_unlock(&cq->lock);
 	}
 	ibcq->cqe = cq->real->cqe;

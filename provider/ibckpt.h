@@ -400,7 +400,7 @@ void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
 /* control.c */
 extern bool ibckpt_quiesced;
 void ibckpt_control_start(void);
-uint32_t ibckpt_cq_drain(struct ibckpt_cq *cq);
+int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved);
 
 /* vendor.c */
 const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
@@ -509,12 +509,15 @@ void ibckpt_qpx_free(struct ibckpt_qpx *s);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
 struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn);
-void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc);
+void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
+			    const struct ibv_wc *wc);
 
 /**
  * ibckpt_qp_retire() - retire the logged request a completion reports
  * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away, and
  *	the pollers of each queue are serialized)
+ * @cq: the CQ it came from (a failed completion's queue, see
+ *	ibckpt_qp_retire_exact())
  * @wc: a completion as the vendor returned it; an XRC SRQ's gets the
  *	application's wr_id back
  *
@@ -522,7 +525,8 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc);
  * receive queue without SRQ, is only counted (wrlog.h settles it later).
  * Completions mostly come in runs for one QP: the table is skipped then.
  */
-static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibv_wc *wc)
+static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibckpt_cq *cq,
+				    struct ibv_wc *wc)
 {
 	struct ibckpt_qp *qp = ctx->last_qp;
 
@@ -543,7 +547,7 @@ static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibv_wc *w
 			return;
 		}
 	}
-	ibckpt_qp_retire_exact(qp, wc);
+	ibckpt_qp_retire_exact(qp, cq, wc);
 }
 
 #endif

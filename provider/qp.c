@@ -722,23 +722,28 @@ struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn)
 /**
  * ibckpt_qp_retire_exact() - the slow path of ibckpt_qp_retire()
  * @qp: the completion's QP
+ * @cq: the CQ it came from
  * @wc: a failed completion, or a receive completion of a QP with an SRQ
  *
- * A failed completion's opcode is undefined, so it is tried against the
- * send queue first (by wr_id), then the receive side. SRQ receives retire
- * by wr_id under the SRQ's lock.
+ * A failed completion's opcode is undefined (ibv_poll_cq(3)). The CQ tells
+ * its queue when the QP's send and receive queues complete to different
+ * CQs. On one CQ shared by both, a wr_id the send queue holds is taken as
+ * the send queue's, else it is the receive side's (a wr_id both queues hold
+ * cannot be told apart there). SRQ receives retire by wr_id under the
+ * SRQ's lock.
  */
-void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibv_wc *wc)
+void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
+			    const struct ibv_wc *wc)
 {
 	bool ok = wc->status == IBV_WC_SUCCESS;
 
-	if (!ok) {
+	if (!ok && qp->vqp.qp.send_cq == &cq->ibv_cq) {
 		bool found;
 
 		ibckpt_spin_lock(&qp->sq_lock);
 		found = ibckpt_wrlog_complete(&qp->sq, wc->wr_id, false);
 		ibckpt_spin_unlock(&qp->sq_lock);
-		if (found)
+		if (found || qp->vqp.qp.recv_cq != &cq->ibv_cq)
 			return;
 	}
 	if (qp->srq) {

@@ -258,6 +258,7 @@ int ibckpt_release_prepare(uint32_t flags)
 	err = leftovers("/dev/infiniband/rdma_cm");
 	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next) {
 		struct ibckpt_cq *cq;
+		uint32_t moved = 0;
 
 		/*
 		 * Completions that came after the quiesce's drain retire their
@@ -265,9 +266,12 @@ int ibckpt_release_prepare(uint32_t flags)
 		 * They stay the application's (the private queue), released
 		 * or not.
 		 */
-		for (cq = ctx->cqs; cq; cq = cq->next)
-			ibckpt_cq_drain(cq);
-		err = release_check(ctx, flags);
+		for (cq = ctx->cqs; cq && !err; cq = cq->next)
+			err = ibckpt_cq_drain(cq, &moved);
+		if (err)
+			ibckpt_restart_err("cannot take a CQ's completions: out of memory");
+		else
+			err = release_check(ctx, flags);
 	}
 	return err;
 }
@@ -282,9 +286,15 @@ int ibckpt_release(uint32_t flags)
 	if (err)
 		return err;
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		uint32_t moved = 0;
+
 		/* completions since the quiesce's drain are the application's */
-		for (cq = ctx->cqs; cq; cq = cq->next)
-			ibckpt_cq_drain(cq);
+		for (cq = ctx->cqs; cq && !err; cq = cq->next)
+			err = ibckpt_cq_drain(cq, &moved);
+		if (err) {
+			ibckpt_restart_err("cannot take a CQ's completions: out of memory");
+			break;
+		}
 		/* and so are the events raised for them: a destroyed CQ's are dropped */
 		ibckpt_fwd_flush(ctx);
 		release_objects(ctx, false);

@@ -50,6 +50,17 @@ uint32_t ibckpt_vcq_pop(struct ibckpt_vcq *q, struct ibv_wc *wc, uint32_t n)
 	return n;
 }
 
+void ibckpt_vcq_replace(struct ibckpt_vcq *q, struct ibckpt_vcq *bigger)
+{
+	uint32_t n = ibckpt_vcq_count(q);
+
+	ibckpt_vcq_pop(q, bigger->wc, n);
+	bigger->head = 0;
+	bigger->tail = n;
+	free(q->wc);
+	*q = *bigger;
+}
+
 const struct ibv_wc *ibckpt_vcq_at(const struct ibckpt_vcq *q, uint32_t i)
 {
 	if (i >= ibckpt_vcq_count(q))

@@ -3,8 +3,9 @@
  * Private completion queue of one CQ (design principles 4 and 5): the
  * completions drained from the real CQ while the process is quiesced, handed
  * back first, in order and exactly once, by the next polls. A ring sized to
- * the CQ's depth at creation (a drain can never hold more than the CQ does);
- * the fast path only tests ibckpt_vcq_empty().
+ * the CQ's depth at creation, grown when a freeze's drain finds it full (an
+ * application that polled nothing since an earlier freeze); the fast path
+ * only tests ibckpt_vcq_empty().
  */
 #ifndef IBCKPT_VCQ_H
 #define IBCKPT_VCQ_H
@@ -38,6 +39,12 @@ int ibckpt_vcq_push(struct ibckpt_vcq *q, const struct ibv_wc *wc, uint32_t n);
 
 /* Moves up to n of the oldest completions to wc; returns how many. */
 uint32_t ibckpt_vcq_pop(struct ibckpt_vcq *q, struct ibv_wc *wc, uint32_t n);
+
+/*
+ * Gives q the larger ring 'bigger' (empty, from ibckpt_vcq_init()): q's
+ * completions move into it, in order, and q's old ring is freed.
+ */
+void ibckpt_vcq_replace(struct ibckpt_vcq *q, struct ibckpt_vcq *bigger);
 
 /* i-th held completion (0 = oldest) or NULL. */
 const struct ibv_wc *ibckpt_vcq_at(const struct ibckpt_vcq *q, uint32_t i);

@@ -224,6 +224,14 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 	return 0;
 }
 
+static int fake_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)q;
+	(void)wr;
+	*bad = NULL;
+	return 0;
+}
+
 static int fake_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
 {
 	int n = ne < v.ncqe ? ne : v.ncqe;
@@ -273,6 +281,7 @@ static void vendor_init(void)
 	vendor.query_device_ex = fake_query_device_ex;
 	vendor.context.ops.post_srq_recv = fake_post_srq_recv;
 	vendor.context.ops.post_send = fake_post_send;
+	vendor.context.ops.post_recv = fake_post_recv;
 	vendor.context.ops.poll_cq = fake_poll_cq;
 }
 
@@ -900,7 +909,10 @@ static void completions_find_their_srq(void)
 	/* a freeze's drain gives the private queue the application's wr_id too */
 	post_recv(b, 7, 0xb100);
 	vendor_completes(v.srq_wr_id[(v.srq_posts - 1) % 64], IBV_WC_SUCCESS);
-	CHECK_EQ(ibckpt_cq_drain(to_icq(cq)), 1);
+	uint32_t moved = 0;
+
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
+	CHECK_EQ(moved, 1);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 7);
 
@@ -1641,6 +1653,127 @@ static void cq_recreated_at_its_size(void)
 	app_fini();
 }
 
+/* An RC QP whose send and receive queues complete to scq and rcq. */
+static struct ibv_qp *rc_qp(struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+
+	CHECK(q != NULL);
+	return q;
+}
+
+static void post_both(struct ibv_qp *q, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr swr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *rbad;
+
+	CHECK_EQ(ibckpt_post_send(q, &swr, &sbad), 0);
+	CHECK_EQ(ibckpt_post_recv(q, &rwr, &rbad), 0);
+}
+
+static void vendor_fails(uint64_t wr_id)
+{
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };
+}
+
+/*
+ * A failed completion's opcode is undefined: its CQ names its queue
+ * (review finding provider #10: a receive's flush retired the send with
+ * the same wr_id, and the receive stayed logged, to be posted again).
+ */
+static void failed_completion_finds_its_queue(void)
+{
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *q;
+	struct ibv_wc wc[2];
+
+	app_init();
+	scq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	rcq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	CHECK(scq && rcq);
+	q = rc_qp(scq, rcq);
+	post_both(q, 5);
+	vendor_fails(5);			/* the receive, flushed */
+	CHECK_EQ(ibckpt_poll_cq(rcq, 2, wc), 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->rq), 0);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);
+	vendor_fails(5);			/* then the send */
+	CHECK_EQ(ibckpt_poll_cq(scq, 2, wc), 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK_EQ(to_iqp(q)->sq.unmatched + to_iqp(q)->rq.unmatched, 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+
+	/* one CQ for both: a wr_id the send queue does not hold is the receive's */
+	q = rc_qp(scq, scq);
+	post_both(q, 6);
+	vendor_fails(6);			/* the send */
+	vendor_fails(6);			/* the receive */
+	CHECK_EQ(ibckpt_poll_cq(scq, 2, wc), 2);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->rq), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(scq), 0);
+	CHECK_EQ(ibckpt_destroy_cq(rcq), 0);
+	app_fini();
+}
+
+/*
+ * A second freeze finds the private queue full (nothing polled since the
+ * first): what the vendor holds is taken anyway (review 3.5: it stayed in
+ * the vendor's CQ, its requests in the logs, to be executed again by a
+ * restart). Everything comes back once, in order.
+ */
+static void drain_takes_everything(void)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t moved = 0;
+	int i;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 2, NULL, 0);
+	CHECK(cq != NULL);
+	CHECK_EQ(to_icq(cq)->vcq.size, 2);
+	q = rc_qp(cq, cq);
+	for (i = 1; i <= 3; i++) {
+		wr.wr_id = (uint64_t)i;
+		CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	}
+	for (i = 1; i <= 2; i++)
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = (uint64_t)i, .opcode = IBV_WC_SEND,
+						   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);	/* the first freeze */
+	CHECK_EQ(moved, 2);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
+	moved = 0;
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);	/* the second */
+	CHECK_EQ(moved, 1);
+	CHECK_EQ(v.ncqe, 0);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	moved = 0;						/* a third: nothing more, */
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
+	CHECK_EQ(moved, 0);
+	CHECK_EQ(to_icq(cq)->vcq.size, 4);			/* and no growth */
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 3);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(wc[i].wr_id, (uint64_t)i + 1);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
 /*
  * A signaled send whose completion reached the vendor's CQ after the
  * quiesce's drain has completed: the release's check must not count it as
@@ -2257,6 +2390,8 @@ int main(void)
 	RUN(destroyed_object_leaves_no_async_event);
 	RUN(new_objects_avoid_virtual_ids);
 	RUN(cq_recreated_at_its_size);
+	RUN(failed_completion_finds_its_queue);
+	RUN(drain_takes_everything);
 	RUN(release_check_after_the_drain);
 	RUN(reacquire_map_names_terminated);
 	RUN(release_waits_for_unsent_requests);
