@@ -57,6 +57,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -73,6 +74,9 @@ struct fwd_chan {
 	bool dead;
 	bool async;		/* the context's async events, from vendor_fd */
 	int vendor_fd;		/* async: the vendor's async file; -1 released */
+	/* Records the full pipe had no room for, in order (chan_put()). */
+	char *backlog;
+	size_t backlog_len, backlog_cap;
 };
 
 /* What the kernel writes into an async event file; libibverbs reads this. */
@@ -106,7 +110,83 @@ static void chan_free(struct fwd_chan *fc)
 		close(fc->chan.pipe_wr);
 	if (fc->chan.real && ibv_destroy_comp_channel(fc->chan.real))
 		ibckpt_dbg("vendor channel still busy at release");
+	free(fc->backlog);
 	free(fc);
+}
+
+static struct fwd_chan *to_fwd(struct ibckpt_channel *chan)
+{
+	return ibckpt_container_of(chan, struct fwd_chan, chan);
+}
+
+/*
+ * Under chan_lock: one record (at most PIPE_BUF bytes, so written whole or
+ * not at all) into the application's pipe, behind those waiting in the
+ * backlog. A full pipe does not lose it: the kernel's own event queue is
+ * unbounded, so the record waits in the backlog until the application
+ * reads and the forwarder finds room (it polls for that, ibckpt_fwd_build()).
+ * Return: false if it is lost (the application closed its end, or no
+ * memory for the backlog: said).
+ */
+static bool chan_put(struct fwd_chan *fc, const void *rec, size_t len)
+{
+	size_t cap;
+	char *b;
+
+	if (!fc->backlog_len && write(fc->chan.pipe_wr, rec, len) == (ssize_t)len)
+		return true;
+	if (!fc->backlog_len && errno != EAGAIN)
+		return false;		/* EPIPE: nobody reads the channel any more */
+	if (fc->backlog_len + len > fc->backlog_cap) {
+		cap = fc->backlog_cap ? 2 * fc->backlog_cap : PIPE_BUF;
+		b = realloc(fc->backlog, cap);
+		if (!b) {
+			fprintf(stderr, "ibckpt: event lost: no memory to hold it\n");
+			return false;
+		}
+		fc->backlog = b;
+		fc->backlog_cap = cap;
+	}
+	memcpy(fc->backlog + fc->backlog_len, rec, len);
+	fc->backlog_len += len;
+	return true;
+}
+
+/* Under chan_lock: as much of the backlog into the pipe as fits, in order. */
+static void backlog_flush(struct fwd_chan *fc)
+{
+	size_t off = 0, n;
+
+	while (off < fc->backlog_len) {
+		/* whole records: PIPE_BUF is a multiple of both record sizes */
+		n = fc->backlog_len - off < PIPE_BUF ? fc->backlog_len - off : PIPE_BUF;
+		if (write(fc->chan.pipe_wr, fc->backlog + off, n) != (ssize_t)n)
+			break;
+		off += n;
+	}
+	fc->backlog_len -= off;
+	memmove(fc->backlog, fc->backlog + off, fc->backlog_len);
+}
+
+/*
+ * Under chan_lock: takes the backlog's records of @rec bytes that start
+ * with @handle out, keeping the others in order. Return: how many.
+ */
+static int backlog_purge(struct fwd_chan *fc, size_t rec, uint64_t handle)
+{
+	size_t i, kept = 0;
+	uint64_t first;
+	int removed = 0;
+
+	for (i = 0; i + rec <= fc->backlog_len; i += rec) {
+		memcpy(&first, fc->backlog + i, sizeof(first));
+		if (first == handle)
+			removed++;
+		else
+			memmove(fc->backlog + rec * kept++, fc->backlog + i, rec);
+	}
+	fc->backlog_len = rec * kept;
+	return removed;
 }
 
 /* Under chan_lock: frees chans[i]; the last one takes its place. */
@@ -136,10 +216,8 @@ static bool forward_event(struct fwd_chan *fc)
 	atomic_store(&cq->armed, false);
 	handle = (uintptr_t)&cq->ibv_cq;
 	atomic_fetch_add(&fc->ctx->stats.cq_events, 1);
-	if (write(fc->chan.pipe_wr, &handle, sizeof(handle)) == sizeof(handle))
+	if (chan_put(fc, &handle, sizeof(handle)))
 		cq->events_sent++;
-	else
-		fprintf(stderr, "ibckpt: completion event lost: %s\n", strerror(errno));
 	ibv_ack_cq_events(rcq, 1);
 	return true;
 }
@@ -191,12 +269,8 @@ static bool forward_async(struct fwd_chan *fc)
 		break;
 	}
 	atomic_fetch_add(&ctx->stats.async_events, 1);
-	if (write(fc->chan.pipe_wr, &r, sizeof(r)) == sizeof(r)) {
-		if (sent)
-			(*sent)++;
-	} else {
-		fprintf(stderr, "ibckpt: async event %u lost: %s\n", ev.event_type, strerror(errno));
-	}
+	if (chan_put(fc, &r, sizeof(r)) && sent)
+		(*sent)++;
 	ibv_ack_async_event(&ev);
 	return true;
 }
@@ -242,7 +316,9 @@ unsigned int ibckpt_fwd_build(struct ibckpt_fwd_poll *f, bool control)
 		/* released (restart.h): nothing to poll until reacquired */
 		f->pfd[1 + 2 * i] = (struct pollfd){ .fd = vendor_fd(chans[i]),
 						     .events = POLLIN };
-		f->pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr };
+		/* a backlog waits for room in the pipe */
+		f->pfd[2 + 2 * i] = (struct pollfd){ .fd = chans[i]->chan.pipe_wr,
+						     .events = chans[i]->backlog_len ? POLLOUT : 0 };
 	}
 	fwd_polled_gen = f->gen;
 	pthread_cond_broadcast(&fwd_polled);
@@ -282,6 +358,8 @@ void ibckpt_fwd_handle(struct ibckpt_fwd_poll *f)
 		}
 		if (f->pfd[2 + 2 * i].revents & (POLLERR | POLLHUP))
 			fc->dead = true;	/* the application closed its channel */
+		else if (f->pfd[2 + 2 * i].revents & POLLOUT)
+			backlog_flush(fc);
 	}
 	/* Free closed channels no CQ uses any more. */
 	for (i = 0; i < nchans;) {
@@ -551,6 +629,8 @@ bool ibckpt_channel_put(struct ibckpt_cq *cq)
 			clean = false;
 		else
 			cq->events_sent -= (uint32_t)removed;
+		/* the backlog comes after the pipe's records: taken out too */
+		cq->events_sent -= (uint32_t)backlog_purge(to_fwd(chan), sizeof(handle), handle);
 		ibckpt_dbg("destroy_cq: %d unread completion events taken out of its channel",
 			   removed);
 	}
@@ -792,6 +872,7 @@ bool ibckpt_async_put(struct ibckpt_context *ctx, const void *element, uint32_t 
 			clean = false;
 		else
 			*sent -= (uint32_t)removed;
+		*sent -= (uint32_t)backlog_purge(fc, sizeof(struct async_rec), (uintptr_t)element);
 		ibckpt_dbg("destroy: %d unread async events taken out", removed);
 	}
 	pthread_mutex_unlock(&chan_lock);
@@ -815,7 +896,7 @@ void ibckpt_channel_notify(struct ibckpt_cq *cq)
 	uint64_t handle = (uintptr_t)&cq->ibv_cq;
 
 	pthread_mutex_lock(&chan_lock);
-	if (write(cq->chan->pipe_wr, &handle, sizeof(handle)) == sizeof(handle)) {
+	if (chan_put(to_fwd(cq->chan), &handle, sizeof(handle))) {
 		cq->events_sent++;
 		atomic_store(&cq->armed, false);
 	}
@@ -877,6 +958,7 @@ void ibckpt_channel_atfork(enum ibckpt_fork_phase ph)
 				close(fc->chan.real->fd);
 				fc->chan.real->fd = -1;
 			}
+			free(fc->backlog);
 			free(fc);
 		}
 		free(chans);
