@@ -33,15 +33,7 @@ struct ibckpt_context *ibckpt_foreign_ctxs;	/* under ibckpt_ctx_lock */
 /* Every device's lazy set-up (device_finish()): once per open, cold. */
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static atomic_uint ibckpt_ids;
-
 struct ibckpt_gate ibckpt_open_gate;	/* zero: open */
-
-/* A handle unique in the process, never 0. */
-uint32_t ibckpt_new_id(void)
-{
-	return atomic_fetch_add(&ibckpt_ids, 1) + 1;
-}
 
 /**
  * ibckpt_obj_add() - put a new shadow on its context's list
@@ -68,6 +60,7 @@ void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj)
 	obj->prev->next = obj->next;
 	obj->next->prev = obj->prev;
 	pthread_mutex_unlock(&ctx->lock);
+	ibckpt_id_put(obj->id);
 }
 
 /* Fill the vendor's ibv_device from ours, which libibverbs has filled by now. */
@@ -115,6 +108,7 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 /* Undoes ibckpt_context_init(); the vendor's context is the caller's. */
 void ibckpt_context_fini(struct ibckpt_context *ctx)
 {
+	ibckpt_id_put(ctx->id);
 	ibckpt_vidmap_destroy(&ctx->qpns);
 	ibckpt_vidmap_destroy(&ctx->qpn_virt);
 	ibckpt_vidmap_destroy(&ctx->xsrqs);

@@ -43,6 +43,7 @@
  *	    chan_lock (channel.c)
  *	      dev_lock (context.c)
  *	        the vendor cache's lock (vendor.c)
+ *	          ids_lock (ids.c)
  *
  * and every path that nests two of them nests them the same way:
  * ibckpt_ctx_lock -> ctl_lock (the control thread's released thaw and
@@ -51,7 +52,8 @@
  * ctl_lock -> chan_lock (ibckpt_control_start() -> ibckpt_fwd_init()),
  * ibckpt_ctx_lock -> dev_lock and -> the vendor's lock (a reacquire's
  * ibckpt_context_reopen(): device_finish(), ibv_get_device_list()). Nothing
- * is taken under chan_lock, dev_lock or the vendor's lock, and neither
+ * is taken under chan_lock, dev_lock, the vendor's lock or ids_lock (a leaf:
+ * creates, destroys and closes take it alone), and neither
  * ibckpt_ctx_lock nor ctl_lock is taken under a later one. Holding them
  * across the fork makes every list and descriptor the child's handler reads
  * consistent; the child's handler releases them.
@@ -76,10 +78,12 @@ static void fork_prepare(void)
 	ibckpt_channel_atfork(IBCKPT_FORK_PREPARE);
 	ibckpt_device_atfork(IBCKPT_FORK_PREPARE);
 	ibckpt_vendor_atfork(IBCKPT_FORK_PREPARE);
+	ibckpt_ids_atfork(IBCKPT_FORK_PREPARE);
 }
 
 static void fork_parent(void)
 {
+	ibckpt_ids_atfork(IBCKPT_FORK_PARENT);
 	ibckpt_vendor_atfork(IBCKPT_FORK_PARENT);
 	ibckpt_device_atfork(IBCKPT_FORK_PARENT);
 	ibckpt_channel_atfork(IBCKPT_FORK_PARENT);
@@ -90,6 +94,7 @@ static void fork_parent(void)
 /* Single-threaded: each part resets its state, then releases its lock. */
 static void fork_child(void)
 {
+	ibckpt_ids_atfork(IBCKPT_FORK_CHILD);
 	ibckpt_vendor_atfork(IBCKPT_FORK_CHILD);
 	ibckpt_device_atfork(IBCKPT_FORK_CHILD);
 	ibckpt_channel_atfork(IBCKPT_FORK_CHILD);

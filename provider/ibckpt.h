@@ -361,7 +361,11 @@ static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
 /* context.c: object lists */
 void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type);
 void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj);
+
+/* ids.c: object ids */
 uint32_t ibckpt_new_id(void);
+void ibckpt_id_put(uint32_t id);
+void ibckpt_ids_skip_to(uint32_t id);
 
 /* keys.c: virtual lkeys and rkeys */
 int ibckpt_key_add(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
@@ -392,6 +396,7 @@ enum ibckpt_fork_phase {
 void ibckpt_fork_init(void);
 void ibckpt_context_atfork(enum ibckpt_fork_phase ph);	/* ibckpt_ctx_lock */
 void ibckpt_device_atfork(enum ibckpt_fork_phase ph);	/* dev_lock (context.c) */
+void ibckpt_ids_atfork(enum ibckpt_fork_phase ph);	/* ids_lock (ids.c), the last one */
 void ibckpt_control_atfork(enum ibckpt_fork_phase ph);	/* ctl_lock */
 void ibckpt_channel_atfork(enum ibckpt_fork_phase ph);	/* chan_lock */
 void ibckpt_vendor_atfork(enum ibckpt_fork_phase ph);	/* the vendor cache's lock */

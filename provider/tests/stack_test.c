@@ -1592,6 +1592,43 @@ static void full_async_pipe_loses_nothing(void)
 }
 
 /*
+ * Object ids wrap after 2^32 creations: an id a live object holds is
+ * skipped, 0 never given, a freed one may be given again (review 3.6: the
+ * counter wrapped onto live ids, and snapshot handles and XRC tags of two
+ * objects were the same).
+ */
+static void ids_skip_live_ones(void)
+{
+	struct ibv_xrcd *a, *b, *c, *d;
+	uint32_t ia;
+
+	app_init();
+	a = open_xrcd();
+	ia = to_ixrcd(a)->obj.id;
+	CHECK(ia != 0);
+	ibckpt_ids_skip_to(ia - 1);		/* the next one would be a's */
+	b = open_xrcd();
+	CHECK(to_ixrcd(b)->obj.id != ia);
+	CHECK(to_ixrcd(b)->obj.id != ctx->id);
+	ibckpt_ids_skip_to(UINT32_MAX - 1);
+	c = open_xrcd();
+	CHECK_EQ(to_ixrcd(c)->obj.id, UINT32_MAX);
+	d = open_xrcd();			/* wrapped: not 0, nobody's */
+	CHECK(to_ixrcd(d)->obj.id != 0);
+	CHECK(to_ixrcd(d)->obj.id != ia && to_ixrcd(d)->obj.id != to_ixrcd(b)->obj.id);
+	CHECK(to_ixrcd(d)->obj.id != ctx->id);
+	CHECK_EQ(ibckpt_close_xrcd(a), 0);
+	ibckpt_ids_skip_to(ia - 1);		/* a's is free again */
+	a = open_xrcd();
+	CHECK_EQ(to_ixrcd(a)->obj.id, ia);
+	CHECK_EQ(ibckpt_close_xrcd(a), 0);
+	CHECK_EQ(ibckpt_close_xrcd(b), 0);
+	CHECK_EQ(ibckpt_close_xrcd(c), 0);
+	CHECK_EQ(ibckpt_close_xrcd(d), 0);
+	app_fini();
+}
+
+/*
  * After a restart the vendor may hand a new QP or MR a QPN or key that is
  * the virtual ID of another object: one the job's peers translate (the
  * job's table), or one of the context's own restored QPs. The new object
@@ -2446,6 +2483,7 @@ int main(void)
 	RUN(new_objects_avoid_virtual_ids);
 	RUN(cq_recreated_at_its_size);
 	RUN(full_async_pipe_loses_nothing);
+	RUN(ids_skip_live_ones);
 	RUN(failed_completion_finds_its_queue);
 	RUN(drain_takes_everything);
 	RUN(release_check_after_the_drain);
