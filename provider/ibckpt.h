@@ -358,6 +358,9 @@ static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
 	return ibckpt_container_of(q, struct ibckpt_qp, vqp.qp);
 }
 
+/* Requests copied onto the stack per vendor post, where ibckpt must change them. */
+#define IBCKPT_POST_CHUNK 16
+
 /* context.c: object lists */
 void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type);
 void ibckpt_obj_del(struct ibckpt_context *ctx, struct ibckpt_obj *obj);

@@ -441,49 +441,59 @@ int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t 
 	return ret;
 }
 
-/*
- * Requests name shadows: UD sends their AH, window binds their window and
- * MR. The vendor gets the real objects, swapped in before the post and back
- * after it from the log, which holds the application's pointers of the
- * 'logged' newest requests; nothing is allocated. The binds the vendor took
- * (before 'rbad') are now the windows'.
- */
 static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad);
 
-static void shadows_to_real(struct ibv_send_wr *wr, bool ud)
+/*
+ * Requests that name shadows (UD sends their AH, window binds their window
+ * and MR), or a list the log cut short: the vendor gets copies, with the
+ * real objects in them and the list ending where the log did. The
+ * application's requests are only read: another thread may post the same
+ * ones at once, and they may be read-only (review finding provider #11:
+ * they were swapped in place and back). @n requests, logged, are posted in
+ * chunks of IBCKPT_POST_CHUNK; a chunk the vendor refuses part of ends the
+ * post there, with *@bad the application's request it refused. The binds
+ * the vendor took are now the windows'. Return: 0 or the vendor's error;
+ * *@posted: how many it took.
+ */
+static int post_send_copies(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32_t n,
+			    bool ud, struct ibv_send_wr **bad, uint32_t *posted)
 {
-	for (; wr; wr = wr->next) {
-		if (ud) {
-			wr->wr.ud.ah = to_iah(wr->wr.ud.ah)->real;
-		} else if (wr->opcode == IBV_WR_BIND_MW) {
-			wr->bind_mw.mw = to_imw(wr->bind_mw.mw)->real;
-			if (wr->bind_mw.bind_info.mr)
-				wr->bind_mw.bind_info.mr = to_imr(wr->bind_mw.bind_info.mr)->real;
+	struct ibv_send_wr c[IBCKPT_POST_CHUNK], *w = wr, *first, *rbad;
+	uint32_t i, k, took;
+	int ret = 0;
+
+	*posted = 0;
+	while (*posted < n) {
+		k = n - *posted < IBCKPT_POST_CHUNK ? n - *posted : IBCKPT_POST_CHUNK;
+		first = w;
+		for (i = 0; i < k; i++, w = w->next) {
+			c[i] = *w;
+			c[i].next = i + 1 < k ? &c[i + 1] : NULL;
+			if (ud) {
+				c[i].wr.ud.ah = to_iah(w->wr.ud.ah)->real;
+			} else if (w->opcode == IBV_WR_BIND_MW) {
+				c[i].bind_mw.mw = to_imw(w->bind_mw.mw)->real;
+				if (w->bind_mw.bind_info.mr)
+					c[i].bind_mw.bind_info.mr =
+						to_imr(w->bind_mw.bind_info.mr)->real;
+			}
+		}
+		rbad = NULL;
+		ret = ibv_post_send(qp->real, c, &rbad);
+		/* no request named: all taken (see ibckpt_wrlog_post_recv_list()) */
+		took = ret && rbad ? (uint32_t)(rbad - c) : k;
+		for (i = 0, w = first; i < took; i++, w = w->next)
+			if (!ud && w->opcode == IBV_WR_BIND_MW)
+				ibckpt_mw_bound(to_imw(w->bind_mw.mw), &w->bind_mw.bind_info,
+						w->bind_mw.rkey);
+		*posted += took;
+		if (ret) {
+			*bad = w;
+			break;
 		}
 	}
-}
-
-static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool ud,
-			    uint32_t logged, const struct ibv_send_wr *rbad)
-{
-	const struct ibckpt_wr *e;
-	bool posted = true;
-
-	for (; wr; wr = wr->next, logged--) {
-		if (wr == rbad)
-			posted = false;
-		e = ibckpt_wrlog_newest(&qp->sq, logged);
-		if (ud) {
-			wr->wr.ud.ah = e->wr.ud.ah;
-		} else if (wr->opcode == IBV_WR_BIND_MW) {
-			wr->bind_mw.mw = e->bind_mw.mw;
-			wr->bind_mw.bind_info.mr = e->bind_mw.bind_info.mr;
-			if (posted)
-				ibckpt_mw_bound(to_imw(wr->bind_mw.mw), &wr->bind_mw.bind_info,
-						wr->bind_mw.rkey);
-		}
-	}
+	return ret;
 }
 
 /*
@@ -493,10 +503,10 @@ static void real_to_shadows(struct ibckpt_qp *qp, struct ibv_send_wr *wr, bool u
 static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 						     struct ibv_send_wr **bad)
 {
-	struct ibv_send_wr *w, *cut = NULL, *rbad = NULL;
+	struct ibv_send_wr *w, *rbad = NULL;
 	uint32_t logged = 0, posted, binds = 0;
 	enum ibv_qp_type type = qp->vqp.qp.qp_type;
-	bool ud = type == IBV_QPT_UD, swap;
+	bool ud = type == IBV_QPT_UD;
 	int ret, err = 0;
 
 	if (!qp->sq.wr)		/* an XRC target: the vendor's answer */
@@ -519,23 +529,19 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 		*bad = w;
 		if (!logged)
 			return err;
-		for (cut = wr; cut->next != w; cut = cut->next)
-			;
-		cut->next = NULL;
 	}
-	swap = ud || binds;
-	if (swap)
-		shadows_to_real(wr, ud);
-	ret = ibv_post_send(qp->real, wr, &rbad);
-	if (swap)
-		real_to_shadows(qp, wr, ud, logged, ret ? rbad : NULL);
-	if (cut)
-		cut->next = *bad;
+	if (ud || binds || err) {
+		ret = post_send_copies(qp, wr, logged, ud, &rbad, &posted);
+	} else {
+		ret = ibv_post_send(qp->real, wr, &rbad);
+		for (posted = 0, w = wr; ret && w && w != rbad; w = w->next)
+			posted++;
+		if (!ret)
+			posted = logged;
+	}
+	ibckpt_wrlog_unpost(&qp->sq, logged - posted);
 	if (!ret)
 		return err;
-	for (posted = 0, w = wr; w && w != rbad; w = w->next)
-		posted++;
-	ibckpt_wrlog_unpost(&qp->sq, logged - posted);
 	*bad = rbad;
 	return ret;
 }

@@ -185,26 +185,42 @@ static int vendor_post_srq_recv(void *real, struct ibv_recv_wr *wr, struct ibv_r
 
 /*
  * XRC: the list just logged (the newest slots) goes to the vendor with tags
- * for wr_ids; the application's come back from the log afterwards.
+ * for wr_ids, in copies: the application's requests are only read (review
+ * finding provider #11). In chunks of IBCKPT_POST_CHUNK; a chunk the vendor
+ * refuses part of ends the post there. *@bad: the application's first
+ * request not posted, NULL if all were.
  */
 static int vendor_post_xsrq_recv(void *arg, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+	struct ibv_recv_wr c[IBCKPT_POST_CHUNK], *w, *first, *rbad;
 	struct ibckpt_srq *srq = arg;
-	struct ibv_recv_wr *w;
-	uint32_t k = 0, i;
-	int ret;
+	uint32_t k = 0, done = 0, n, i;
+	int ret = 0;
 
 	for (w = wr; w; w = w->next)
 		k++;
-	for (w = wr, i = k; w; w = w->next, i--) {
-		uint32_t pos = srq->rq.tail - i;
+	*bad = NULL;
+	for (w = wr; done < k && !ret; done += n) {
+		n = k - done < IBCKPT_POST_CHUNK ? k - done : IBCKPT_POST_CHUNK;
+		first = w;
+		for (i = 0; i < n; i++, w = w->next) {
+			uint32_t back = k - done - i, pos = srq->rq.tail - back;
 
-		ibckpt_wrlog_newest(&srq->rq, i)->pos = pos;
-		w->wr_id = xsrq_tag(srq, pos);
+			ibckpt_wrlog_newest(&srq->rq, back)->pos = pos;
+			c[i] = *w;
+			c[i].wr_id = xsrq_tag(srq, pos);
+			c[i].next = i + 1 < n ? &c[i + 1] : NULL;
+		}
+		rbad = NULL;
+		ret = ibv_post_srq_recv(srq->real, c, &rbad);
+		if (ret && rbad) {	/* else: all of this chunk taken */
+			for (w = first, i = 0; &c[i] != rbad; i++)
+				w = w->next;
+			*bad = w;
+		} else if (ret && done + n < k) {
+			*bad = w;
+		}
 	}
-	ret = ibv_post_srq_recv(srq->real, wr, bad);
-	for (w = wr, i = k; w; w = w->next, i--)
-		w->wr_id = ibckpt_wrlog_newest(&srq->rq, i)->wr_id;
 	return ret;
 }
 

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "../restart.h"
@@ -1629,6 +1630,83 @@ static void ids_skip_live_ones(void)
 }
 
 /*
+ * Posts only read the application's requests (review finding provider #11:
+ * UD AHs and bind windows were swapped in place and back, and a list the
+ * log could not take whole was cut in place): lists in read-only memory
+ * post, the vendor gets the real AH, and a list longer than the log is
+ * posted up to where the log stopped, *bad naming the first one left.
+ */
+static void posts_leave_the_requests_alone(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct ibv_send_wr *wr = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *bad = NULL;
+	struct ibv_sge *sge = (struct ibv_sge *)(wr + 11);
+	struct ibv_ah_attr aa = { .dlid = 5, .port_num = 1 };
+	struct ibv_qp *ud, *rc;
+	struct ibv_cq *cq;
+	struct ibv_ah *ah;
+	int i;
+
+	CHECK(wr != MAP_FAILED);
+	CHECK((char *)(sge + 1) <= (char *)wr + pg);
+	app_init();
+	v.ids[0] = 0x66;				/* the two QPs' numbers */
+	v.ids[1] = 0x67;
+	v.nids = 2;
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	ud = send_qp(cq, IBV_QPT_UD, 0);
+	ah = ibckpt_create_ah(&pd.ibv_pd, &aa);
+	CHECK(ah != NULL);
+	*sge = (struct ibv_sge){ .addr = 0x1000, .length = 8, .lkey = 3 };
+	for (i = 0; i < 10; i++)
+		wr[i] = (struct ibv_send_wr){ .wr_id = (uint64_t)i, .sg_list = sge, .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .next = &wr[i + 1],
+					      .wr.ud = { .ah = ah, .remote_qpn = 5, .remote_qkey = 7 } };
+	wr[1].next = NULL;
+	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
+	CHECK_EQ(ibckpt_post_send(ud, wr, &bad), 0);	/* a UD list */
+	CHECK(v.send.wr.ud.ah == to_iah(ah)->real);
+	CHECK_EQ(v.send.wr_id, 0);
+
+	rc = send_qp(cq, IBV_QPT_RC, 0);		/* 4 granted: the log holds 8 */
+	CHECK_EQ(mprotect(wr, pg, PROT_READ | PROT_WRITE), 0);
+	wr[1].next = &wr[2];
+	wr[9].next = NULL;
+	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
+	v.norder = 0;
+	CHECK_EQ(ibckpt_post_send(rc, wr, &bad), ENOMEM);
+	CHECK(bad == &wr[8]);
+	CHECK_EQ(v.norder, 8);				/* the first eight reached the vendor */
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->sq), 8);
+	CHECK(wr[7].next == &wr[8]);
+
+	/* XRC SRQ receives reach the vendor tagged; the application's keep their wr_id */
+	struct ibv_recv_wr *rwr = (struct ibv_recv_wr *)(wr + 12), *rbad;
+	struct ibv_xrcd *x = open_xrcd();
+	struct ibv_srq *srq = xsrq(x, cq, NULL);
+
+	CHECK((char *)(rwr + 2) <= (char *)wr + pg);
+	CHECK_EQ(mprotect(wr, pg, PROT_READ | PROT_WRITE), 0);
+	for (i = 0; i < 2; i++)
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 40 + (uint64_t)i, .sg_list = sge,
+					       .num_sge = 1, .next = i ? NULL : &rwr[1] };
+	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
+	CHECK_EQ(ibckpt_post_srq_recv(srq, rwr, &rbad), 0);
+	CHECK_EQ(v.srq_posts, 2);
+	CHECK(v.srq_wr_id[0] != 40 && v.srq_wr_id[1] != 41 && v.srq_wr_id[0] != v.srq_wr_id[1]);
+	CHECK_EQ(ibckpt_destroy_srq(srq), 0);
+	CHECK_EQ(ibckpt_close_xrcd(x), 0);
+
+	CHECK_EQ(ibckpt_destroy_qp(rc), 0);
+	CHECK_EQ(ibckpt_destroy_qp(ud), 0);
+	CHECK_EQ(ibckpt_destroy_ah(ah), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+	munmap(wr, pg);
+}
+
+/*
  * After a restart the vendor may hand a new QP or MR a QPN or key that is
  * the virtual ID of another object: one the job's peers translate (the
  * job's table), or one of the context's own restored QPs. The new object
@@ -2484,6 +2562,7 @@ int main(void)
 	RUN(cq_recreated_at_its_size);
 	RUN(full_async_pipe_loses_nothing);
 	RUN(ids_skip_live_ones);
+	RUN(posts_leave_the_requests_alone);
 	RUN(failed_completion_finds_its_queue);
 	RUN(drain_takes_everything);
 	RUN(release_check_after_the_drain);
