@@ -27,7 +27,7 @@ SUBDIRS := provider tools tests/kmod tests/freeze tests/traffic tests/provider t
 subdir-targets = $(foreach d,$(SUBDIRS),$(if $(wildcard $(d)/Makefile),$(d)))
 
 .PHONY: all modules userspace clean install uninstall check check-unit check-kunit \
-	check-vm check-multinode check-static check-deb demo bench soak deps kdir-check dist deb
+	check-vm check-multinode check-debug check-static check-deb demo bench soak deps kdir-check dist deb
 
 all: modules userspace
 
@@ -113,6 +113,15 @@ check-multinode:
 	scripts/install-deps build vm
 	$(MAKE) all
 	tests/check multinode
+
+# The debug-kernel lane: the module's VM cases on linux-source-6.1 built with
+# KASAN, lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS and KMEMLEAK
+# (tests/vm/debug-kernel; about an hour to build the first time, cached in
+# build/vm-debug/). Not part of check: CI has 90 minutes.
+check-debug:
+	scripts/install-deps build vm debug
+	$(MAKE) all
+	tests/check debug
 
 demo:
 	scripts/install-deps build vm
