@@ -125,18 +125,23 @@ static struct fwd_chan *to_fwd(struct ibckpt_channel *chan)
  * backlog. A full pipe does not lose it: the kernel's own event queue is
  * unbounded, so the record waits in the backlog until the application
  * reads and the forwarder finds room (it polls for that, ibckpt_fwd_build()).
- * Return: false if it is lost (the application closed its end, or no
- * memory for the backlog: said).
+ * Return: false if it is lost (the application closed its end; or said:
+ * no memory for the backlog, an unexpected error).
  */
 static bool chan_put(struct fwd_chan *fc, const void *rec, size_t len)
 {
 	size_t cap;
 	char *b;
 
+	if (fc->dead)
+		return false;		/* nobody reads the channel any more */
 	if (!fc->backlog_len && write(fc->chan.pipe_wr, rec, len) == (ssize_t)len)
 		return true;
-	if (!fc->backlog_len && errno != EAGAIN)
-		return false;		/* EPIPE: nobody reads the channel any more */
+	if (!fc->backlog_len && errno != EAGAIN) {
+		if (errno != EPIPE)
+			fprintf(stderr, "ibckpt: event lost: %s\n", strerror(errno));
+		return false;
+	}
 	if (fc->backlog_len + len > fc->backlog_cap) {
 		cap = fc->backlog_cap ? 2 * fc->backlog_cap : PIPE_BUF;
 		b = realloc(fc->backlog, cap);
@@ -169,23 +174,31 @@ static void backlog_flush(struct fwd_chan *fc)
 }
 
 /*
- * Under chan_lock: takes the backlog's records of @rec bytes that start
- * with @handle out, keeping the others in order. Return: how many.
+ * Takes the records of @rec bytes that start with @handle (the events of
+ * one shadow) out of @buf's @len bytes, keeping the others in order.
+ * Return: the bytes kept; *@removed counts the records taken out.
  */
-static int backlog_purge(struct fwd_chan *fc, size_t rec, uint64_t handle)
+static size_t purge_records(char *buf, size_t len, size_t rec, uint64_t handle, int *removed)
 {
 	size_t i, kept = 0;
 	uint64_t first;
+
+	for (i = 0; i + rec <= len; i += rec) {
+		memcpy(&first, buf + i, sizeof(first));
+		if (first == handle)
+			(*removed)++;
+		else
+			memmove(buf + rec * kept++, buf + i, rec);
+	}
+	return rec * kept;
+}
+
+/* Under chan_lock: the same out of the backlog. Return: how many. */
+static int backlog_purge(struct fwd_chan *fc, size_t rec, uint64_t handle)
+{
 	int removed = 0;
 
-	for (i = 0; i + rec <= fc->backlog_len; i += rec) {
-		memcpy(&first, fc->backlog + i, sizeof(first));
-		if (first == handle)
-			removed++;
-		else
-			memmove(fc->backlog + rec * kept++, fc->backlog + i, rec);
-	}
-	fc->backlog_len = rec * kept;
+	fc->backlog_len = purge_records(fc->backlog, fc->backlog_len, rec, handle, &removed);
 	return removed;
 }
 
@@ -574,9 +587,8 @@ out:
 static int pipe_purge(struct ibckpt_channel *chan, size_t rec, uint64_t handle)
 {
 	int size = fcntl(chan->pipe_wr, F_GETPIPE_SZ), rd, removed = 0;
-	size_t i, n = 0, kept = 0;
+	size_t n = 0, kept;
 	char path[40], *ev;
-	uint64_t first;
 	ssize_t r;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", chan->pipe_wr);
@@ -590,14 +602,8 @@ static int pipe_purge(struct ibckpt_channel *chan, size_t rec, uint64_t handle)
 		n += (size_t)r;
 	close(rd);
 	/* records are written whole (at most PIPE_BUF) and read whole */
-	for (i = 0; i + rec <= n; i += rec) {
-		memcpy(&first, ev + i, sizeof(first));
-		if (first == handle)
-			removed++;
-		else
-			memmove(ev + rec * kept++, ev + i, rec);
-	}
-	if (kept && write(chan->pipe_wr, ev, kept * rec) != (ssize_t)(kept * rec))
+	kept = purge_records(ev, n, rec, handle, &removed);
+	if (kept && write(chan->pipe_wr, ev, kept) != (ssize_t)kept)
 		fprintf(stderr, "ibckpt: events lost: %s\n", strerror(errno));
 	free(ev);
 	return removed;

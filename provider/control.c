@@ -247,6 +247,7 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 		uint64_t p;
 
 		if (drain_all(&got)) {
+			q->n_drained += got;
 			gates_open();
 			q->status = ENOMEM;
 			return;

@@ -162,19 +162,49 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-/* Retires what the vendor returned; inside the gate. */
-static inline void retire_polled(struct ibckpt_context *ctx, const struct ibckpt_cq *cq,
+/* Retires what the vendor returned, under the CQ's lock; inside the gate. */
+static inline void retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 				 struct ibv_wc *wc, int n)
 {
 	int i;
 
-	ibckpt_spin_lock(&ctx->qpn_lock);
-	if (__builtin_expect(ctx->remapped, 0))
+	if (__builtin_expect(ctx->remapped, 0)) {
+		ibckpt_spin_lock(&ctx->qpn_lock);
 		ibckpt_wc_to_virtual(ctx, wc, n);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
+	}
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
-	ibckpt_spin_unlock(&ctx->qpn_lock);
-	atomic_fetch_add_explicit(&ctx->stats.wc, (unsigned long)n, memory_order_relaxed);
+}
+
+static inline void retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				 struct ibv_wc *wc, int n)
+{
+	ibckpt_spin_lock(&cq->lock);
+	retire_locked(ctx, cq, wc, n);
+	ibckpt_spin_unlock(&cq->lock);
+	IBCKPT_COUNT(ctx, wc, (unsigned long)n);
+}
+
+/**
+ * ibckpt_cq_forget_qp() - a QP is going: the CQ no longer remembers it
+ * @ibcq: one of its CQs (the application's), or NULL
+ * @qp: the QP, out of the context's table already
+ *
+ * Under the CQ's lock: a poller retiring into @qp finishes first, and no
+ * later one finds it.
+ */
+void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp)
+{
+	struct ibckpt_cq *cq;
+
+	if (!ibcq)
+		return;
+	cq = to_icq(ibcq);
+	ibckpt_spin_lock(&cq->lock);
+	if (cq->last_qp == qp)
+		cq->last_qp = NULL;
+	ibckpt_spin_unlock(&cq->lock);
 }
 
 /* After a thaw: what was drained comes first, in order, then the vendor's. */
@@ -188,6 +218,11 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 	/* Drained before a freeze and already retired. */
 	ibckpt_spin_lock(&cq->lock);
 	n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
+	if (cq->spilled) {	/* behind the private queue, which has room now */
+		ibckpt_vcq_push(&cq->vcq, &cq->spill, 1);
+		cq->spilled = false;
+		n += (int)ibckpt_vcq_pop(&cq->vcq, wc + n, (uint32_t)(ne - n));
+	}
 	ibckpt_spin_unlock(&cq->lock);
 	if (n == ne)
 		return n;
@@ -221,30 +256,7 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 			retire_polled(ctx, cq, wc, n);
 	}
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.poll_cq, 1, memory_order_relaxed);
-	return n;
-}
-
-/*
- * The private queue is full: the application polled nothing since an
- * earlier freeze. What the vendor still holds was executed as well; left
- * there, its requests would stay in the logs and a restart would run them
- * again. So the queue doubles, if the vendor has one more (the larger ring
- * is allocated first: a completion polled is never dropped). Return: as
- * ibv_poll_cq() for one entry, -ENOMEM when no larger ring can be had.
- */
-static int drain_grow(struct ibckpt_cq *cq, struct ibv_wc *wc)
-{
-	struct ibckpt_vcq bigger;
-	int n;
-
-	if (cq->vcq.size >= (1u << 30) || ibckpt_vcq_init(&bigger, cq->vcq.size * 2))
-		return -ENOMEM;
-	n = ibv_poll_cq(cq->real, 1, wc);
-	if (n > 0)
-		ibckpt_vcq_replace(&cq->vcq, &bigger);
-	else
-		ibckpt_vcq_destroy(&bigger);
+	IBCKPT_COUNT(ctx, poll_cq, 1);
 	return n;
 }
 
@@ -254,34 +266,42 @@ static int drain_grow(struct ibckpt_cq *cq, struct ibv_wc *wc)
  * @moved: incremented by the completions moved
  *
  * Retires the completions' logged requests, as a poll would. Everything the
- * vendor's CQ holds is taken: the private queue grows when it must.
- * Return: 0, or ENOMEM (what was moved stays moved; the rest stays the
- * vendor's).
+ * vendor's CQ holds is taken. A private queue found full (the application
+ * polled nothing since an earlier freeze) doubles once the vendor shows one
+ * more: those requests were executed too, and left in the vendor's CQ they
+ * would stay in the logs, for a restart to run again. Without memory for
+ * it, that one completion waits in cq->spill (served right behind the
+ * private queue) and the drain fails.
+ * Return: 0, or ENOMEM (nothing lost; the rest stays the vendor's).
  */
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 {
 	struct ibv_wc wc[32];
 	uint32_t space;
-	int i, n, err = 0;
+	int n, err = 0;
 
 	ibckpt_spin_lock(&cq->lock);
-	for (;;) {
+	if (cq->spilled) {	/* an earlier drain's, the application polled nothing since */
+		if (ibckpt_vcq_count(&cq->vcq) == cq->vcq.size && ibckpt_vcq_grow(&cq->vcq)) {
+			ibckpt_spin_unlock(&cq->lock);
+			return ENOMEM;
+		}
+		ibckpt_vcq_push(&cq->vcq, &cq->spill, 1);
+		cq->spilled = false;
+	}
+	while (!cq->spilled) {
 		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
-		if (space)
-			n = ibv_poll_cq(cq->real, space < 32 ? (int)space : 32, wc);
-		else
-			n = drain_grow(cq, wc);
-		if (n == -ENOMEM)
-			err = ENOMEM;
+		n = ibv_poll_cq(cq->real, space ? (space < 32 ? (int)space : 32) : 1, wc);
 		if (n <= 0)
 			break;
-		ibckpt_spin_lock(&cq->ctx->qpn_lock);
-		if (cq->ctx->remapped)
-			ibckpt_wc_to_virtual(cq->ctx, wc, n);
-		for (i = 0; i < n; i++)
-			ibckpt_qp_retire(cq->ctx, cq, &wc[i]);
-		ibckpt_spin_unlock(&cq->ctx->qpn_lock);
-		ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
+		retire_locked(cq->ctx, cq, wc, n);
+		if (!space && ibckpt_vcq_grow(&cq->vcq)) {
+			cq->spill = wc[0];
+			cq->spilled = true;
+			err = ENOMEM;
+		} else {
+			ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
+		}
 		*moved += (uint32_t)n;
 	}
 	ibckpt_spin_unlock(&cq->lock);

@@ -19,6 +19,7 @@
 #include "ibckpt.h"
 
 bool ibckpt_debug;
+bool ibckpt_stats_on;		/* IBCKPT_STATS: count the data path (ibckpt.h) */
 
 /*
  * The rdma-core release of the libibverbs we were loaded into: its file is
@@ -184,6 +185,7 @@ static void __attribute__((constructor)) ibckpt_register(void)
 	int id;
 
 	ibckpt_debug = getenv("IBCKPT_DEBUG") != NULL;
+	ibckpt_stats_on = getenv("IBCKPT_STATS") != NULL;
 	if (!ibckpt_named_first()) {
 		ibckpt_dbg("not named in RDMAV_DRIVERS: not registering (see ibckpt.driver)");
 		return;

@@ -13,7 +13,7 @@
  *   ibckpt_foreign_ctxs, so that no quiesce, drain, snapshot, release or
  *   reacquire of the child's ever walks it (it would poll the parent's CQs,
  *   whose queue memory may be shared with the parent or MADV_DONTFORK, and
- *   wait for the parent's threads counted inside its gate). Its gate is
+ *   wait for the parent's threads inside its gate). Its gate is
  *   closed for good (gate.h): a verb on an inherited object fails with
  *   EACCES before it touches a shadow lock the fork may have copied held,
  *   or the parent's vendor objects (uverbs itself refuses the child's
@@ -44,6 +44,7 @@
  *	      dev_lock (context.c)
  *	        the vendor cache's lock (vendor.c)
  *	          ids_lock (ids.c)
+ *	            the gates' registry lock (gate.c)
  *
  * and every path that nests two of them nests them the same way:
  * ibckpt_ctx_lock -> ctl_lock (the control thread's released thaw and
@@ -52,8 +53,10 @@
  * ctl_lock -> chan_lock (ibckpt_control_start() -> ibckpt_fwd_init()),
  * ibckpt_ctx_lock -> dev_lock and -> the vendor's lock (a reacquire's
  * ibckpt_context_reopen(): device_finish(), ibv_get_device_list()). Nothing
- * is taken under chan_lock, dev_lock, the vendor's lock or ids_lock (a leaf:
- * creates, destroys and closes take it alone), and neither
+ * is taken under chan_lock, dev_lock, the vendor's lock, ids_lock (a leaf:
+ * creates, destroys and closes take it alone) or the gates' registry lock
+ * (a thread's first verb and its exit take it alone, closers under
+ * ibckpt_ctx_lock), and neither
  * ibckpt_ctx_lock nor ctl_lock is taken under a later one. Holding them
  * across the fork makes every list and descriptor the child's handler reads
  * consistent; the child's handler releases them.
@@ -79,10 +82,12 @@ static void fork_prepare(void)
 	ibckpt_device_atfork(IBCKPT_FORK_PREPARE);
 	ibckpt_vendor_atfork(IBCKPT_FORK_PREPARE);
 	ibckpt_ids_atfork(IBCKPT_FORK_PREPARE);
+	ibckpt_gate_atfork_prepare();
 }
 
 static void fork_parent(void)
 {
+	ibckpt_gate_atfork_parent();
 	ibckpt_ids_atfork(IBCKPT_FORK_PARENT);
 	ibckpt_vendor_atfork(IBCKPT_FORK_PARENT);
 	ibckpt_device_atfork(IBCKPT_FORK_PARENT);
@@ -94,6 +99,7 @@ static void fork_parent(void)
 /* Single-threaded: each part resets its state, then releases its lock. */
 static void fork_child(void)
 {
+	ibckpt_gate_atfork_child();
 	ibckpt_ids_atfork(IBCKPT_FORK_CHILD);
 	ibckpt_vendor_atfork(IBCKPT_FORK_CHILD);
 	ibckpt_device_atfork(IBCKPT_FORK_CHILD);

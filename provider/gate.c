@@ -2,11 +2,33 @@
 /* Quiesce gate: see gate.h. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include "gate.h"
+
+__thread struct ibckpt_gate_self ibckpt_gate_me IBCKPT_GATE_TLS;
+
+/*
+ * The registry: a node per thread that entered a gate and has not exited,
+ * apart from the threads' own lines (nodes are linked and unlinked by
+ * other threads). reg_lock is taken by a thread's first verb, by its exit
+ * (the key's destructor) and by closers (the control thread, under
+ * ibckpt_ctx_lock); nothing is taken under it.
+ */
+struct reg_node {
+	struct ibckpt_gate_self *self;
+	struct reg_node *next, **pprev;
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reg_node *reg;
+static pthread_key_t reg_key;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static int reg_key_err;
 
 static long futex(atomic_uint *word, int op, unsigned int val, const struct timespec *ts)
 {
@@ -15,8 +37,84 @@ static long futex(atomic_uint *word, int op, unsigned int val, const struct time
 
 void ibckpt_gate_init(struct ibckpt_gate *g)
 {
-	atomic_init(&g->inflight, 0);
 	atomic_init(&g->closed, 0);
+	atomic_init(&g->left, 0);
+}
+
+static void unlink_node(struct reg_node *n)
+{
+	*n->pprev = n->next;
+	if (n->next)
+		n->next->pprev = n->pprev;
+}
+
+/*
+ * A thread ends (it is in no verb): off the registry for good. A verb it
+ * makes later, from another key's destructor, is refused (registering again
+ * would leave a node behind once its TLS is gone).
+ */
+static void unregister(void *arg)
+{
+	struct reg_node *n = arg;
+
+	pthread_mutex_lock(&reg_lock);
+	unlink_node(n);
+	n->self->registered = false;
+	n->self->gone = true;
+	pthread_mutex_unlock(&reg_lock);
+	free(n);
+}
+
+static void reg_key_create(void)
+{
+	reg_key_err = pthread_key_create(&reg_key, unregister);
+}
+
+/*
+ * The calling thread's first verb: on the registry, off it when it exits.
+ * Return: 0, or ENOMEM (no node or key; or the thread is exiting).
+ */
+int ibckpt_gate_register(void)
+{
+	struct ibckpt_gate_self *me = &ibckpt_gate_me;
+	struct reg_node *n;
+
+	pthread_once(&reg_once, reg_key_create);
+	if (reg_key_err || me->gone)
+		return ENOMEM;
+	n = malloc(sizeof(*n));
+	if (!n)
+		return ENOMEM;
+	if (pthread_setspecific(reg_key, n)) {
+		free(n);
+		return ENOMEM;
+	}
+	n->self = me;
+	pthread_mutex_lock(&reg_lock);
+	n->next = reg;
+	n->pprev = &reg;
+	if (reg)
+		reg->pprev = &n->next;
+	reg = n;
+	me->registered = true;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+/*
+ * A verb inside a verb (gate.h): it stays inside the outer gate, whose
+ * closer waits for it, whatever this gate's state; a foreign gate refuses
+ * it all the same.
+ */
+int ibckpt_gate_enter_nested(struct ibckpt_gate *g)
+{
+#ifdef IBCKPT_GATE_CHECK
+	__builtin_trap();	/* the unit tests: verbs must not nest */
+#endif
+	if (atomic_load(&g->closed) == IBCKPT_GATE_FOREIGN)
+		return EACCES;
+	ibckpt_gate_me.nested++;
+	return 0;
 }
 
 /*
@@ -30,13 +128,13 @@ int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 {
 	for (;;) {
 		if (atomic_load(&g->closed) == IBCKPT_GATE_FOREIGN) {
-			atomic_fetch_sub(&g->inflight, 1);	/* nobody closes it: no wake */
+			atomic_store(&ibckpt_gate_me.inside, NULL);	/* nobody closes it */
 			return EACCES;
 		}
 		ibckpt_gate_exit(g);
 		while (atomic_load(&g->closed) == 1)
 			futex(&g->closed, FUTEX_WAIT_PRIVATE, 1, NULL);
-		atomic_fetch_add(&g->inflight, 1);
+		atomic_store(&ibckpt_gate_me.inside, g);
 		if (!atomic_load(&g->closed))
 			return 0;
 	}
@@ -44,18 +142,17 @@ int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g)
 {
-	futex(&g->inflight, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	atomic_fetch_add(&g->left, 1);
+	futex(&g->left, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 /*
- * In a forked child, for a context inherited from the parent: the parent's
- * threads counted inside do not exist here, and no thread of the child
- * gets in again (ibckpt_gate_wait_open()). Single-threaded (the child's
- * atfork handler).
+ * In a forked child, for a context inherited from the parent: no thread of
+ * the child gets in again (ibckpt_gate_wait_open()). Single-threaded (the
+ * child's atfork handler).
  */
 void ibckpt_gate_make_foreign(struct ibckpt_gate *g)
 {
-	atomic_store(&g->inflight, 0);
 	atomic_store(&g->closed, IBCKPT_GATE_FOREIGN);
 }
 
@@ -67,25 +164,76 @@ static long ms_since(const struct timespec *t0)
 	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* Is a thread inside @g? */
+static bool someone_inside(struct ibckpt_gate *g)
+{
+	struct reg_node *n;
+	bool in = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (n = reg; n && !in; n = n->next)
+		in = atomic_load(&n->self->inside) == g;
+	pthread_mutex_unlock(&reg_lock);
+	return in;
+}
+
 int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms)
 {
 	struct timespec t0, slice = { 0, 1000000 };	/* re-check every ms */
-	unsigned int n;
+	unsigned int left;
 
-	atomic_store(&g->closed, 1);
+	atomic_store(&g->closed, 1);	/* seq_cst: pairs with enter's store */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while ((n = atomic_load(&g->inflight)) != 0) {
+	for (;;) {
+		left = atomic_load(&g->left);	/* before the look: a leave after it wakes us */
+		if (!someone_inside(g))
+			return 0;
 		if (ms_since(&t0) >= (long)timeout_ms) {
 			ibckpt_gate_open(g);
 			return ETIMEDOUT;
 		}
-		futex(&g->inflight, FUTEX_WAIT_PRIVATE, n, &slice);
+		futex(&g->left, FUTEX_WAIT_PRIVATE, left, &slice);
 	}
-	return 0;
 }
 
 void ibckpt_gate_open(struct ibckpt_gate *g)
 {
 	atomic_store(&g->closed, 0);
 	futex(&g->closed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+void ibckpt_gate_atfork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+void ibckpt_gate_atfork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * The other threads' nodes are not the child's (freed: the child's copies);
+ * only its own stays, its thread in no gate (fork() is no verb; what the
+ * parent's threads were inside is the parent's).
+ */
+void ibckpt_gate_atfork_child(void)
+{
+	struct ibckpt_gate_self *me = &ibckpt_gate_me;
+	struct reg_node *own = me->registered ? pthread_getspecific(reg_key) : NULL, *n, *next;
+
+	for (n = reg; n; n = next) {
+		next = n->next;
+		if (n != own)
+			free(n);
+	}
+	atomic_store(&me->inside, NULL);
+	me->nested = 0;
+	reg = NULL;
+	if (own) {
+		own->next = NULL;
+		own->pprev = &reg;
+		reg = own;
+	}
+	pthread_mutex_unlock(&reg_lock);
 }

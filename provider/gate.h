@@ -8,8 +8,22 @@
  * ibckpt_gate_exit(). The control thread closes the gate and waits until no
  * thread is inside; threads arriving at a closed gate sleep on a futex until
  * it reopens. The sleep is interruptible, so the kernel parks such a thread
- * like any other. Fast path: one atomic add and one load on entry, one atomic
- * sub on exit; the futex wake is only issued while closed.
+ * like any other.
+ *
+ * Fast path: no cache line another thread writes. Each thread says which
+ * gate it is inside in an entry of its own (struct ibckpt_gate_self, a
+ * cache line of thread-local storage, on a list closers walk); entering
+ * stores the gate there and then loads the gate's 'closed' word, which only
+ * closing and opening write. Closing stores 'closed' and then reads every
+ * thread's entry. Both stores are sequentially consistent (one exchange
+ * each, on a line nobody else writes), so either the entering thread sees
+ * the gate closed or the closer sees it inside: never neither. Exit stores
+ * NULL (a release store: a closer that read the entry too early looks
+ * again within its millisecond) and, only while closed, wakes the closer.
+ * Verbs do not nest
+ * (IBCKPT_GATE_CHECK, the unit tests' build, aborts if one does); should
+ * one, the inner entry only counts in 'nested', and the thread stays inside
+ * the outer gate, which holds every closer back (a quiesce closes all).
  *
  * A forked child's copies of its parent's contexts (fork.c) have gates
  * closed for good (IBCKPT_GATE_FOREIGN): entering one fails, on the slow
@@ -19,30 +33,64 @@
 #ifndef IBCKPT_GATE_H
 #define IBCKPT_GATE_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 struct ibckpt_gate {
-	atomic_uint inflight;	/* threads inside a forwarded verb */
 	atomic_uint closed;	/* futex word: 1 while closed, IBCKPT_GATE_FOREIGN */
+	atomic_uint left;	/* futex word: bumped by a thread leaving it closed */
 };
 
 /* closed: a forked child's copy of its parent's gate, never to open (fork.c) */
 #define IBCKPT_GATE_FOREIGN 2u
 
+/*
+ * A thread's entry, a cache line only its thread writes; closers read
+ * 'inside' through the registry (gate.c), whose list nodes live apart.
+ */
+struct ibckpt_gate_self {
+	_Atomic(struct ibckpt_gate *) inside;	/* NULL: in no verb */
+	unsigned int nested;			/* entries inside 'inside' */
+	bool registered;
+	bool gone;				/* the thread is exiting: off the registry */
+} __attribute__((aligned(64)));
+
+/*
+ * Initial-exec TLS: two instructions per access. The provider is loaded
+ * with dlopen(), which then takes these 64 bytes from glibc's surplus of
+ * static TLS (512 bytes by default); without room the load fails, and
+ * libibverbs says so and goes on without the provider.
+ */
+#ifndef IBCKPT_GATE_CHECK
+#define IBCKPT_GATE_TLS __attribute__((tls_model("initial-exec")))
+#else	/* the unit tests' build: gcc 12's UBSan null checks misread these addresses */
+#define IBCKPT_GATE_TLS
+#endif
+extern __thread struct ibckpt_gate_self ibckpt_gate_me IBCKPT_GATE_TLS;
+
 void ibckpt_gate_init(struct ibckpt_gate *g);
+int ibckpt_gate_register(void);
+int ibckpt_gate_enter_nested(struct ibckpt_gate *g);
 int ibckpt_gate_wait_open(struct ibckpt_gate *g);
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g);
 void ibckpt_gate_make_foreign(struct ibckpt_gate *g);
 
 /*
  * Return: 0, inside the gate; or the errno a verb on a foreign context
- * fails with (not inside: no ibckpt_gate_exit()).
+ * fails with, or ENOMEM for a thread that could not be registered (not
+ * inside: no ibckpt_gate_exit()).
  */
 static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct ibckpt_gate *g)
 {
-	atomic_fetch_add(&g->inflight, 1);	/* seq_cst: pairs with close */
+	struct ibckpt_gate_self *me = &ibckpt_gate_me;
+
+	if (__builtin_expect(!me->registered, 0) && ibckpt_gate_register())
+		return ENOMEM;
+	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) != NULL, 0))
+		return ibckpt_gate_enter_nested(g);
+	atomic_store(&me->inside, g);	/* seq_cst: pairs with close's store */
 	if (__builtin_expect(atomic_load(&g->closed) != 0, 0))
 		return ibckpt_gate_wait_open(g);
 	return 0;
@@ -50,8 +98,14 @@ static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct i
 
 static inline void ibckpt_gate_exit(struct ibckpt_gate *g)
 {
-	if (atomic_fetch_sub(&g->inflight, 1) == 1 &&
-	    __builtin_expect(atomic_load(&g->closed) != 0, 0))
+	struct ibckpt_gate_self *me = &ibckpt_gate_me;
+
+	if (__builtin_expect(me->nested != 0, 0)) {
+		me->nested--;
+		return;
+	}
+	atomic_store_explicit(&me->inside, NULL, memory_order_release);
+	if (__builtin_expect(atomic_load_explicit(&g->closed, memory_order_relaxed) != 0, 0))
 		ibckpt_gate_wake_closer(g);
 }
 
@@ -62,5 +116,10 @@ static inline void ibckpt_gate_exit(struct ibckpt_gate *g)
  */
 int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms);
 void ibckpt_gate_open(struct ibckpt_gate *g);
+
+/* fork.c: the registry's lock across a fork; the child keeps its own thread only. */
+void ibckpt_gate_atfork_prepare(void);
+void ibckpt_gate_atfork_parent(void);
+void ibckpt_gate_atfork_child(void);
 
 #endif

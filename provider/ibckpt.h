@@ -19,6 +19,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
@@ -43,6 +45,20 @@ struct ibckpt_stats {
 	atomic_ulong post_send, post_recv, post_srq_recv, poll_cq, wc, cq_events,
 		async_events, objects, drained, quiesces;
 };
+
+/*
+ * The data path's counts (posts, polls, completions) are kept only with
+ * IBCKPT_STATS in the environment: counted always, every verb of every
+ * thread would write the context's statistics line (a cache-line transfer
+ * per verb between threads). ibckpt_stats_on is set once, at load.
+ */
+extern bool ibckpt_stats_on;
+#define IBCKPT_COUNT(ctx, field, n)							\
+	do {										\
+		if (__builtin_expect(ibckpt_stats_on, 0))				\
+			atomic_fetch_add_explicit(&(ctx)->stats.field, (n),		\
+						  memory_order_relaxed);		\
+	} while (0)
 
 /*
  * Every shadow object is on its context's list (under the context's lock)
@@ -71,10 +87,10 @@ struct ibckpt_context {
 	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
-	struct ibckpt_spinlock qpn_lock;		/* qpns, xsrqs, last_qp: taken per poll */
+	/* qpns, qpn_virt, xsrqs: a poll takes it only when its CQ's last_qp misses */
+	struct ibckpt_spinlock qpn_lock;
 	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
 	struct ibckpt_vidmap xsrqs;		/* XRC SRQ handle -> shadow SRQ (srq.c) */
-	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
 	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR or MW */
@@ -151,8 +167,16 @@ struct ibckpt_cq {
 	struct ibckpt_context *ctx;
 	struct ibckpt_obj obj;
 	struct ibckpt_channel *chan;
-	struct ibckpt_spinlock lock;		/* vcq and retirement via this CQ */
+	/*
+	 * vcq, last_qp and retirement through this CQ: the pollers of one CQ,
+	 * and so the 'done' counters of the queues completing to it, are
+	 * serialized by it; pollers of different CQs share nothing.
+	 */
+	struct ibckpt_spinlock lock;
+	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 	struct ibckpt_vcq vcq;
+	struct ibv_wc spill;			/* a drain's, the private queue full */
+	bool spilled;
 	atomic_bool armed;			/* notification requested, not delivered */
 	struct ibv_wc cur;			/* cq_ex: the completion being read */
 	uint64_t wc_flags;			/* cq_ex: as created */
@@ -248,9 +272,16 @@ struct ibckpt_qp {
 	bool opened;				/* by ibv_open_qp(), not created (snapshots) */
 	bool rq_logged;				/* its own receive queue, in rq */
 	struct ibckpt_obj obj;
-	struct ibckpt_spinlock sq_lock;		/* sq log */
-	struct ibckpt_spinlock rq_lock;		/* rq log */
-	struct ibckpt_wrlog sq, rq;
+	/*
+	 * Each queue's lock and log on lines of their own, apart from the
+	 * fields above that posters and pollers of both queues read, so that
+	 * a thread posting sends, one posting receives and one polling take
+	 * no line from each other (pollers write 'done': wrlog.h).
+	 */
+	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log */
+	struct ibckpt_wrlog sq;
+	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log */
+	struct ibckpt_wrlog rq;
 	struct ibckpt_qp_history hist;
 	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */
 	struct ibckpt_qp_rel rel;		/* restart: the state at the release */
@@ -358,8 +389,19 @@ static inline struct ibckpt_qp *to_iqp(struct ibv_qp *q)
 	return ibckpt_container_of(q, struct ibckpt_qp, vqp.qp);
 }
 
-/* Requests copied onto the stack per vendor post, where ibckpt must change them. */
-#define IBCKPT_POST_CHUNK 16
+/*
+ * Zeroed memory starting on a cache line, for the objects whose fields are
+ * laid out on lines of their own (QPs and SRQs: their logs' 'done'), which
+ * calloc() would start anywhere. Freed with free(). NULL without memory.
+ */
+static inline void *ibckpt_zalloc_lines(size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, 64, size))
+		return NULL;
+	return memset(p, 0, size);
+}
 
 /* context.c: object lists */
 void ibckpt_obj_add(struct ibckpt_context *ctx, struct ibckpt_obj *obj, uint32_t type);
@@ -409,6 +451,7 @@ void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
 extern bool ibckpt_quiesced;
 void ibckpt_control_start(void);
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved);
+void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp);
 
 /* vendor.c */
 const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
@@ -516,34 +559,35 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 void ibckpt_qpx_free(struct ibckpt_qpx *s);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
-struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn);
+struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				    struct ibv_wc *wc);
 void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
 			    const struct ibv_wc *wc);
 
 /**
  * ibckpt_qp_retire() - retire the logged request a completion reports
- * @ctx: context of the CQ; its qpn_lock is held (the QP cannot go away, and
- *	the pollers of each queue are serialized)
- * @cq: the CQ it came from (a failed completion's queue, see
- *	ibckpt_qp_retire_exact())
+ * @ctx: context of the CQ
+ * @cq: the CQ it came from; its lock is held (the pollers of each queue are
+ *	serialized, and a QP this CQ remembers cannot go away: its destroy
+ *	forgets it under this lock, ibckpt_cq_forget_qp())
  * @wc: a completion as the vendor returned it; an XRC SRQ's gets the
  *	application's wr_id back
  *
  * Inline in the poll loop: a successful completion of a send queue, or of a
  * receive queue without SRQ, is only counted (wrlog.h settles it later).
- * Completions mostly come in runs for one QP: the table is skipped then.
+ * Completions mostly come in runs for one QP, and a CQ mostly serves one:
+ * the CQ's last QP is tried first, and the context's table (qpn_lock) only
+ * when it is another.
  */
-static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, const struct ibckpt_cq *cq,
+static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 				    struct ibv_wc *wc)
 {
-	struct ibckpt_qp *qp = ctx->last_qp;
+	struct ibckpt_qp *qp = cq->last_qp;
 
 	if (__builtin_expect(!qp || qp->vqp.qp.qp_num != wc->qp_num, 0)) {
-		qp = ibckpt_qp_lookup(ctx, wc->qp_num);
-		if (!qp) {	/* an XRC SRQ's, or a destroyed QP's */
-			ibckpt_xsrq_retire(ctx, wc);
+		qp = ibckpt_qp_lookup(ctx, cq, wc);
+		if (!qp)	/* an XRC SRQ's (retired there), or a destroyed QP's */
 			return;
-		}
 	}
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS, 1)) {
 		if (!(wc->opcode & IBV_WC_RECV)) {

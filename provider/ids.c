@@ -18,7 +18,7 @@
 #include "vidmap.h"
 
 static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibckpt_vidmap live;	/* under ids_lock */
+static struct ibckpt_vidmap live = { .next_gen = 1 };	/* as ibckpt_vidmap_init(); ids_lock */
 static uint32_t last;			/* the id handed out last; under ids_lock */
 
 /*

@@ -121,6 +121,6 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	IBCKPT_COUNT(ctx, post_send, 1);
 	return ret;
 }

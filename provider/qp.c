@@ -134,7 +134,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = ibckpt_zalloc_lines(sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
@@ -239,7 +239,7 @@ struct ibv_qp *ibckpt_open_qp(struct ibv_context *context, struct ibv_qp_open_at
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = ibckpt_zalloc_lines(sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
@@ -277,14 +277,14 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 		ibckpt_gate_exit(&ctx->gate);
 		return ret;
 	}
-	ibckpt_spin_lock(&ctx->qpn_lock);	/* no poller retires into it any more */
+	ibckpt_spin_lock(&ctx->qpn_lock);	/* no poller finds it any more */
 	if (qp->qpn_gen)
 		ibckpt_vidmap_remove(&ctx->qpns, ibqp->qp_num, qp->qpn_gen);
 	if (qp->rel.qpn_virt_gen)	/* restarted: its real QPN may be handed out again */
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
-	if (ctx->last_qp == qp)
-		ctx->last_qp = NULL;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
+	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
 	/* its unread async events leave the pipe; the read ones are waited for */
@@ -581,7 +581,7 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	IBCKPT_COUNT(ctx, post_send, 1);
 	return ret;
 }
 
@@ -664,7 +664,7 @@ int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.post_send, 1, memory_order_relaxed);
+	IBCKPT_COUNT(ctx, post_send, 1);
 	return ret;
 }
 
@@ -704,25 +704,44 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	}
 	ibckpt_spin_unlock(&qp->rq_lock);
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.post_recv, 1, memory_order_relaxed);
+	IBCKPT_COUNT(ctx, post_recv, 1);
 	return ret;
 }
 
 /**
- * ibckpt_qp_lookup() - the QP completions of @qpn come for, NULL if none
- * @ctx: context of the CQ; its qpn_lock is held
- * @qpn: the completion's (real) QP number
+ * ibckpt_qp_lookup() - the QP a completion is for, NULL if none
+ * @ctx: context of the CQ
+ * @cq: the CQ; its lock is held
+ * @wc: the completion (its QPN virtual, as the table's)
  *
- * The miss path of ibckpt_qp_retire(): remembers the QP for the next ones.
+ * The miss path of ibckpt_qp_retire(), under the context's qpn_lock: the
+ * CQ remembers the QP for the next ones. A completion of no QP of the
+ * context's is an XRC SRQ's (retired by its tag here) or a destroyed QP's.
  */
-struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, uint32_t qpn)
+struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				   struct ibv_wc *wc)
 {
-	const struct ibckpt_vid *v = ibckpt_vidmap_find(&ctx->qpns, qpn, 0);
+	const struct ibckpt_vid *v;
+	struct ibckpt_qp *qp = NULL;
 
-	if (!v)
-		return NULL;
-	ctx->last_qp = v->obj;
-	return v->obj;
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	v = ibckpt_vidmap_find(&ctx->qpns, wc->qp_num, 0);
+	if (v) {
+		qp = v->obj;
+		/*
+		 * Remembered only by its own CQs, which forget it at its
+		 * destroy; on another CQ it is a destroyed QP's completion,
+		 * its QPN handed out again since.
+		 */
+		if (qp->vqp.qp.send_cq == &cq->ibv_cq || qp->vqp.qp.recv_cq == &cq->ibv_cq)
+			cq->last_qp = qp;
+		else
+			qp = NULL;
+	} else {
+		ibckpt_xsrq_retire(ctx, wc);
+	}
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+	return qp;
 }
 
 /**
@@ -1027,8 +1046,9 @@ void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
 	if (qp->rel.qpn_virt_gen)
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	qp->rel.qpn_virt_gen = 0;
-	ctx->last_qp = NULL;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_cq_forget_qp(qp->vqp.qp.send_cq, qp);
+	ibckpt_cq_forget_qp(qp->vqp.qp.recv_cq, qp);
 }
 
 /* RESET -> INIT, as the application did it (its merged history). */

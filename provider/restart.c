@@ -285,17 +285,23 @@ int ibckpt_release(uint32_t flags)
 	err = ibckpt_release_prepare(flags);
 	if (err)
 		return err;
+	/*
+	 * Completions since the quiesce's drain are the application's: all of
+	 * them, of every context, before anything is released (a drain that
+	 * fails leaves everything as it was).
+	 */
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
 		uint32_t moved = 0;
 
-		/* completions since the quiesce's drain are the application's */
 		for (cq = ctx->cqs; cq && !err; cq = cq->next)
 			err = ibckpt_cq_drain(cq, &moved);
 		if (err) {
 			ibckpt_restart_err("cannot take a CQ's completions: out of memory");
-			break;
+			return err;
 		}
-		/* and so are the events raised for them: a destroyed CQ's are dropped */
+	}
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		/* the events raised for them too: a destroyed CQ's are dropped */
 		ibckpt_fwd_flush(ctx);
 		release_objects(ctx, false);
 		ibckpt_channel_release(ctx);

@@ -38,7 +38,7 @@ static struct ibv_srq *srq_create(struct ibckpt_context *ctx, struct ibv_srq_ini
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	srq = calloc(1, sizeof(*srq));
+	srq = ibckpt_zalloc_lines(sizeof(*srq));
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
@@ -246,7 +246,7 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
 	ibckpt_spin_unlock(&srq->lock);
 	ibckpt_gate_exit(&ctx->gate);
-	atomic_fetch_add_explicit(&ctx->stats.post_srq_recv, 1, memory_order_relaxed);
+	IBCKPT_COUNT(ctx, post_srq_recv, 1);
 	return ret;
 }
 

@@ -61,6 +61,16 @@ void ibckpt_vcq_replace(struct ibckpt_vcq *q, struct ibckpt_vcq *bigger)
 	*q = *bigger;
 }
 
+int ibckpt_vcq_grow(struct ibckpt_vcq *q)
+{
+	struct ibckpt_vcq bigger;
+
+	if (q->size >= (1u << 30) || ibckpt_vcq_init(&bigger, q->size * 2))
+		return ENOMEM;
+	ibckpt_vcq_replace(q, &bigger);
+	return 0;
+}
+
 const struct ibv_wc *ibckpt_vcq_at(const struct ibckpt_vcq *q, uint32_t i)
 {
 	if (i >= ibckpt_vcq_count(q))

@@ -46,6 +46,9 @@ uint32_t ibckpt_vcq_pop(struct ibckpt_vcq *q, struct ibv_wc *wc, uint32_t n);
  */
 void ibckpt_vcq_replace(struct ibckpt_vcq *q, struct ibckpt_vcq *bigger);
 
+/* Doubles q's ring, its completions kept in order. Return: 0 or ENOMEM. */
+int ibckpt_vcq_grow(struct ibckpt_vcq *q);
+
 /* i-th held completion (0 = oldest) or NULL. */
 const struct ibv_wc *ibckpt_vcq_at(const struct ibckpt_vcq *q, uint32_t i);
 

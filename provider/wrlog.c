@@ -315,10 +315,51 @@ bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool succes
 	return log->unmatched == unmatched;
 }
 
+/*
+ * A list the log cannot take whole, so that the vendor must get only its
+ * head: chunks of IBCKPT_POST_CHUNK are logged and posted as copies, each
+ * chunk the newest requests logged (as vendor_post_xsrq_recv() expects),
+ * until the log refuses one (*bad, the log's error) or the vendor does
+ * (*bad its request, its error). The application's list is only read.
+ */
+static int post_recv_chunks(struct ibckpt_wrlog *log, void *real, ibckpt_vendor_post_recv post,
+			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibv_recv_wr c[IBCKPT_POST_CHUNK], *w = wr, *first, *rbad;
+	uint32_t k, took;
+	int ret, err = 0;
+
+	while (w && !err) {
+		for (first = w, k = 0; w && k < IBCKPT_POST_CHUNK; w = w->next, k++) {
+			err = ibckpt_wrlog_recv_fast(log, w);
+			if (err)
+				break;
+			c[k] = *w;
+			c[k].next = NULL;
+			if (k)
+				c[k - 1].next = &c[k];
+		}
+		if (!k)
+			break;
+		rbad = NULL;
+		ret = post(real, c, &rbad);
+		if (!ret)
+			continue;
+		took = rbad ? (uint32_t)(rbad - c) : k;	/* none named: all taken */
+		ibckpt_wrlog_unpost(log, k - took);
+		for (w = first; took--; w = w->next)
+			;
+		*bad = w;
+		return ret;
+	}
+	*bad = w;
+	return err;
+}
+
 int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_vendor_post_recv post,
 				struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct ibv_recv_wr *w, *cut = NULL, *rbad = NULL;
+	struct ibv_recv_wr *w, *rbad = NULL;
 	uint32_t logged = 0, posted;
 	int ret, err = 0;
 
@@ -328,19 +369,13 @@ int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_ven
 			break;
 		logged++;
 	}
-	if (err) {
-		*bad = w;
-		if (!logged)
-			return err;
-		for (cut = wr; cut->next != w; cut = cut->next)
-			;
-		cut->next = NULL;
+	if (err) {	/* forgotten again: logged and posted a chunk at a time */
+		ibckpt_wrlog_unpost(log, logged);
+		return post_recv_chunks(log, real, post, wr, bad);
 	}
 	ret = post(real, wr, &rbad);
-	if (cut)
-		cut->next = w;
 	if (!ret)
-		return err;
+		return 0;
 	for (posted = 0, w = wr; w && w != rbad; w = w->next)
 		posted++;
 	ibckpt_wrlog_unpost(log, logged - posted);

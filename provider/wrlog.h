@@ -31,7 +31,9 @@
  *
  * Locking: the slots, head and tail belong to the queue's lock (posters, the
  * exact retirements, settling); 'done' is written by pollers, serialized by
- * the context's qpn_lock, and read by settle: a single-writer counter.
+ * the lock of the CQ the queue completes to, and read by settle: a
+ * single-writer counter, on a cache line of its own (a poller on another
+ * thread does not take the poster's line).
  */
 #ifndef IBCKPT_WRLOG_H
 #define IBCKPT_WRLOG_H
@@ -81,23 +83,16 @@ struct ibckpt_wr {
 };
 
 struct ibckpt_wrlog {
+	/* What a post reads and writes: its first line. */
 	struct ibckpt_wr *wr;		/* ring of 'size' slots */
 	struct ibv_sge *sge;		/* max_sge per slot */
 	uint8_t *inline_buf;		/* max_inline per slot */
-	uint8_t *hdr_buf;		/* send queue with TSO: max_hdr per slot */
 	uint32_t size;			/* power of two */
 	uint32_t max_sge;
 	uint32_t max_inline;
-	uint32_t max_hdr;
 	uint32_t head;			/* oldest unsettled slot (free-running) */
 	uint32_t tail;			/* next free slot (free-running) */
-	uint32_t holes;			/* SRQ: retired slots between head and tail */
 	uint32_t sig_count;		/* send queue: signaled requests ever logged */
-	uint32_t head_sig;		/* of them, retired (those before head) */
-	atomic_uint done;		/* completions counted, free-running */
-	uint32_t settled;		/* of them, applied to head */
-	enum ibckpt_wrlog_kind kind;
-	bool sq_sig_all;
 	/*
 	 * Send queue of a connected QP: the packets, hence PSNs, every request
 	 * logged takes (mod 2^24), at the path MTU (1 << mtu_shift; 0 before
@@ -107,8 +102,18 @@ struct ibckpt_wrlog {
 	uint32_t psn_sum;
 	uint8_t mtu_shift;
 	bool psn_lost;
+	bool sq_sig_all;
+	enum ibckpt_wrlog_kind kind;
+	/* Then what settling, TSO and SRQs use. */
+	uint8_t *hdr_buf;		/* send queue with TSO: max_hdr per slot */
+	uint32_t max_hdr;
+	uint32_t holes;			/* SRQ: retired slots between head and tail */
+	uint32_t head_sig;		/* of the signaled ones, retired (those before head) */
+	uint32_t settled;		/* of the completions counted, applied to head */
 	uint64_t retired;		/* statistics */
 	uint64_t unmatched;		/* completions that matched no slot */
+	/* The pollers' (see "Locking"), alone on its line. */
+	atomic_uint done __attribute__((aligned(64)));	/* completions counted, free-running */
 };
 
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
@@ -272,6 +277,13 @@ bool ibckpt_wrlog_complete(struct ibckpt_wrlog *log, uint64_t wr_id, bool succes
  */
 bool ibckpt_wrlog_complete_at(struct ibckpt_wrlog *log, uint32_t pos, uint64_t *wr_id);
 
+/*
+ * Requests copied onto the stack per vendor post, where ibckpt must change
+ * them or cut the list (posts never write the application's requests):
+ * a vendor call, and a doorbell, per this many.
+ */
+#define IBCKPT_POST_CHUNK 16
+
 /* The vendor's post of a receive list to its queue 'real' (QP or SRQ). */
 typedef int (*ibckpt_vendor_post_recv)(void *real, struct ibv_recv_wr *wr,
 				       struct ibv_recv_wr **bad);
@@ -280,9 +292,10 @@ typedef int (*ibckpt_vendor_post_recv)(void *real, struct ibv_recv_wr *wr,
  * Posts a receive list through the log: logs each request, hands what was
  * logged to the vendor, forgets again what the vendor refused. A request the
  * log cannot take ends the list there, as a full queue would: the ones
- * before it are posted and it is reported in *bad. The caller holds the
- * queue's lock. A vendor that fails without naming the first request it
- * refused is taken to have posted them all (it would have said).
+ * before it are posted (as copies: the list is only read) and it is
+ * reported in *bad. The caller holds the queue's lock. A vendor that fails
+ * without naming the first request it refused is taken to have posted them
+ * all (it would have said).
  * Return: 0, the vendor's error or the log's (ENOMEM, EINVAL).
  */
 int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_vendor_post_recv post,

@@ -79,14 +79,49 @@ static void foreign_gate_refuses(void)
 	int i;
 
 	ibckpt_gate_init(&gate);
-	CHECK_EQ(ibckpt_gate_enter(&gate), 0);		/* a parent thread, inside */
-	atomic_store(&gate.closed, 1);			/* and a quiesce under way */
+	atomic_store(&gate.closed, 1);			/* a quiesce under way */
 	ibckpt_gate_make_foreign(&gate);
 	for (i = 0; i < 3; i++) {
 		CHECK_EQ(ibckpt_gate_enter(&gate), EACCES);
-		CHECK_EQ(atomic_load(&gate.inflight), 0);
+		CHECK(atomic_load(&ibckpt_gate_me.inside) == NULL);	/* not inside */
 	}
 	CHECK_EQ(atomic_load(&gate.closed), IBCKPT_GATE_FOREIGN);
+}
+
+static void *one_verb(void *arg)
+{
+	(void)arg;
+	if (ibckpt_gate_enter(&gate))
+		abort();
+	atomic_fetch_add(&entries, 1);
+	ibckpt_gate_exit(&gate);
+	return NULL;
+}
+
+/*
+ * Threads that come, make one verb and go, while the gate is closed and
+ * opened over and over: each joins the registry with its first verb and
+ * leaves it when it exits (a closer never reads an exited thread's entry),
+ * and every one gets its verb done.
+ */
+static void short_lived_threads(void)
+{
+	pthread_t t[8];
+	int i, round;
+
+	ibckpt_gate_init(&gate);
+	atomic_store(&entries, 0);
+	for (round = 0; round < 50; round++) {
+		for (i = 0; i < 8; i++)
+			CHECK_EQ(pthread_create(&t[i], NULL, one_verb, NULL), 0);
+		CHECK_EQ(ibckpt_gate_close(&gate, 10000), 0);
+		ibckpt_gate_open(&gate);
+		for (i = 0; i < 8; i++)
+			pthread_join(t[i], NULL);
+	}
+	CHECK_EQ(atomic_load(&entries), 50 * 8);
+	CHECK_EQ(ibckpt_gate_close(&gate, 10000), 0);	/* nobody left inside */
+	ibckpt_gate_open(&gate);
 }
 
 int main(void)
@@ -94,5 +129,6 @@ int main(void)
 	RUN(close_excludes_threads);
 	RUN(close_times_out);
 	RUN(foreign_gate_refuses);
+	RUN(short_lived_threads);
 	return unit_done();
 }

@@ -26,6 +26,19 @@
 #define UNIT_SUITE "provider/stack"
 #include "../../tests/unit/unit.h"
 
+/* calloc() failing on purpose: the next calloc_fails calls (linked with --wrap=calloc). */
+static int calloc_fails;
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (calloc_fails) {
+		calloc_fails--;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
 /* ---- the fake vendor ---- */
 
 static struct verbs_context vendor;
@@ -38,6 +51,7 @@ static struct {
 	struct ibv_qp_open_attr open_attr;
 	uint64_t srq_wr_id[64];		/* wr_ids the vendor's SRQs were given */
 	unsigned int srq_posts;
+	unsigned int recv_posts;	/* receives the vendor's QPs were given */
 	struct ibv_send_wr send;	/* last request the vendor's QP was given */
 	struct ibv_sge send_sge;
 	struct ibv_wc cqe[16];		/* what the vendor's CQ returns next */
@@ -228,7 +242,8 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 static int fake_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)q;
-	(void)wr;
+	for (; wr; wr = wr->next)
+		v.recv_posts++;
 	*bad = NULL;
 	return 0;
 }
@@ -748,7 +763,7 @@ static struct ibv_qp *send_qp(struct ibv_cq *cq, enum ibv_qp_type type, uint64_t
 {
 	struct ibv_qp_init_attr_ex a = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = type,
-		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.cap = { .max_send_wr = 4, .max_send_sge = 1, .max_recv_wr = 4, .max_recv_sge = 1 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
 		.send_ops_flags = send_ops_flags,
 	};
@@ -1681,6 +1696,21 @@ static void posts_leave_the_requests_alone(void)
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->sq), 8);
 	CHECK(wr[7].next == &wr[8]);
 
+	/* a receive list longer than the log: the same */
+	struct ibv_recv_wr *rl = (struct ibv_recv_wr *)(wr + 14);
+
+	CHECK((char *)(rl + 10) <= (char *)wr + pg);
+	CHECK_EQ(mprotect(wr, pg, PROT_READ | PROT_WRITE), 0);
+	for (i = 0; i < 10; i++)
+		rl[i] = (struct ibv_recv_wr){ .wr_id = 60 + (uint64_t)i, .sg_list = sge,
+					      .num_sge = 1, .next = i < 9 ? &rl[i + 1] : NULL };
+	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
+	v.recv_posts = 0;
+	CHECK_EQ(ibckpt_post_recv(rc, rl, (struct ibv_recv_wr **)&bad), ENOMEM);
+	CHECK((void *)bad == (void *)&rl[8]);
+	CHECK_EQ(v.recv_posts, 8);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->rq), 8);
+
 	/* XRC SRQ receives reach the vendor tagged; the application's keep their wr_id */
 	struct ibv_recv_wr *rwr = (struct ibv_recv_wr *)(wr + 12), *rbad;
 	struct ibv_xrcd *x = open_xrcd();
@@ -1896,6 +1926,117 @@ static void failed_completion_finds_its_queue(void)
 }
 
 /*
+ * A QP's completions retire only through its own CQs, which forget it at
+ * its destroy: a destroyed QP's flush left in its CQ, its QPN handed out
+ * again to a QP of another CQ, is left alone (a review of the per-CQ cache:
+ * the other CQ remembered the new QP, which its destroy did not make it
+ * forget: a use after free).
+ */
+static void stale_qpn_on_another_cq(void)
+{
+	struct ibv_cq *a, *b;
+	struct ibv_qp *x, *y;
+	struct ibv_wc wc[2];
+
+	app_init();
+	a = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	b = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	CHECK(a && b);
+	x = rc_qp(a, a);			/* QPN 0x66 on CQ a */
+	post_both(x, 1);
+	CHECK_EQ(ibckpt_destroy_qp(x), 0);	/* its flush still in CQ a */
+	y = rc_qp(b, b);			/* QPN 0x66 again, on CQ b */
+	post_both(y, 1);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_WR_FLUSH_ERR, .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(a, 2, wc), 1);
+	CHECK(to_icq(a)->last_qp == NULL);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(y)->sq), 1);	/* y's requests untouched */
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(y)->rq), 1);
+	CHECK_EQ(ibckpt_destroy_qp(y), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_SEND, .qp_num = 0x55 };
+	CHECK_EQ(ibckpt_poll_cq(a, 2, wc), 1);
+	CHECK_EQ(ibckpt_destroy_cq(a), 0);
+	CHECK_EQ(ibckpt_destroy_cq(b), 0);
+	app_fini();
+}
+
+/*
+ * Two freezes, nothing polled between: the private queue (2) is full of the
+ * first's completions (1, 2), and the second cannot grow it: 3 is held aside
+ * (cq->spill), 4 stays in the vendor's CQ.
+ */
+static struct ibv_qp *spilled(struct ibv_cq **cq)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint32_t moved = 0;
+	struct ibv_qp *q;
+	int i;
+
+	app_init();
+	*cq = ibckpt_create_cq(&ctx->vctx.context, 2, NULL, 0);
+	CHECK(*cq != NULL);
+	q = rc_qp(*cq, *cq);
+	for (i = 1; i <= 4; i++) {
+		wr.wr_id = (uint64_t)i;
+		CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = (uint64_t)i, .opcode = IBV_WC_SEND,
+						   .qp_num = 0x66 };
+		if (i == 2)
+			CHECK_EQ(ibckpt_cq_drain(to_icq(*cq), &moved), 0);
+	}
+	calloc_fails = 1;
+	CHECK_EQ(ibckpt_cq_drain(to_icq(*cq), &moved), ENOMEM);
+	calloc_fails = 0;
+	CHECK(to_icq(*cq)->spilled);
+	CHECK_EQ(v.ncqe, 1);
+	return q;
+}
+
+static void spilled_done(struct ibv_cq *cq, struct ibv_qp *q)
+{
+	struct ibv_wc wc[8];
+	int i, n = ibckpt_poll_cq(cq, 8, wc);
+
+	CHECK_EQ(n, 4);			/* once each, in order */
+	for (i = 0; i < n; i++)
+		CHECK_EQ(wc[i].wr_id, (uint64_t)i + 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 8, wc), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/*
+ * A drain tried again before the application polled takes the held one and
+ * the rest, or fails again: it never reports success with the vendor's CQ
+ * unread (a review of the spill: it polled nothing and said 0).
+ */
+static void drain_after_a_spill(void)
+{
+	struct ibv_cq *cq;
+	struct ibv_qp *q = spilled(&cq);
+	uint32_t moved = 0;
+
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
+	CHECK_EQ(moved, 1);
+	CHECK_EQ(v.ncqe, 0);
+	CHECK(!to_icq(cq)->spilled);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	spilled_done(cq, q);
+}
+
+/* The application polls after the failed drain: the held one comes right behind the queue. */
+static void poll_after_a_spill(void)
+{
+	struct ibv_cq *cq;
+	struct ibv_qp *q = spilled(&cq);
+
+	spilled_done(cq, q);
+}
+
+/*
  * A second freeze finds the private queue full (nothing polled since the
  * first): what the vendor holds is taken anyway (review 3.5: it stayed in
  * the vendor's CQ, its requests in the logs, to be executed again by a
@@ -1926,6 +2067,8 @@ static void drain_takes_everything(void)
 						   .qp_num = 0x66 };
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);	/* the first freeze */
 	CHECK_EQ(moved, 2);
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);	/* full, the vendor's empty: */
+	CHECK_EQ(to_icq(cq)->vcq.size, 2);			/* no growth */
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
 	moved = 0;
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);	/* the second */
@@ -2357,7 +2500,7 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	CHECK(ibckpt_ctxs == NULL);
 	CHECK(ibckpt_foreign_ctxs == parent_ctx);
 	CHECK(parent_ctx->foreign);
-	CHECK_EQ(atomic_load(&parent_ctx->gate.inflight), 0);
+	CHECK_EQ(atomic_load(&parent_ctx->gate.closed), IBCKPT_GATE_FOREIGN);
 	/* refused at once: the parent's thread inside the gate and its qpn_lock are not here */
 	errno = 0;
 	CHECK_EQ(ibckpt_poll_cq(parent_cq, 1, &wc), -1);
@@ -2565,6 +2708,9 @@ int main(void)
 	RUN(posts_leave_the_requests_alone);
 	RUN(failed_completion_finds_its_queue);
 	RUN(drain_takes_everything);
+	RUN(drain_after_a_spill);
+	RUN(poll_after_a_spill);
+	RUN(stale_qpn_on_another_cq);
 	RUN(release_check_after_the_drain);
 	RUN(reacquire_map_names_terminated);
 	RUN(release_waits_for_unsent_requests);

@@ -10,7 +10,7 @@ set -u
 n1=${1:-1000}
 n2=$((n1 * 3))
 fp=$PWD/tests/bench/bin/fastpath
-prov=$PWD/provider/libibckpt
+prov=${IBCKPT_BENCH_PROV:-$PWD/provider/libibckpt}	# RDMAV_DRIVERS: the path without -rdmav34.so
 out=$(mktemp -d)
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
