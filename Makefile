@@ -116,7 +116,7 @@ check-multinode:
 
 # The debug-kernel lane: the module's VM cases on linux-source-6.1 built with
 # KASAN, lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS and KMEMLEAK
-# (tests/vm/debug-kernel; about an hour to build the first time, cached in
+# (tests/vm/debug-kernel; about 13 minutes to build the first time, cached in
 # build/vm-debug/). Not part of check: CI has 90 minutes.
 check-debug:
 	scripts/install-deps build vm debug
