@@ -80,26 +80,29 @@ static void post_pair(struct worker *w)
 		die("post");
 }
 
-/* Polls until n completions came; each must have succeeded. Return: sends among them. */
-static int reap(struct worker *w, int n)
+/* A completion that failed ends the run. */
+static void check_wc(const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "completion: %s\n", ibv_wc_status_str(wc->status));
+		exit(1);
+	}
+}
+
+/* Polls until n completions came, each checked. */
+static void reap(struct worker *w, int n)
 {
 	struct ibv_wc wc[4];
-	int got = 0, sends = 0, k, i;
+	int got = 0, k, i;
 
 	while (got < n && !atomic_load_explicit(&stop, memory_order_relaxed)) {
 		k = ibv_poll_cq(w->cq, 4, wc);
 		if (k < 0)
 			die("poll_cq");
-		for (i = 0; i < k; i++) {
-			if (wc[i].status != IBV_WC_SUCCESS) {
-				fprintf(stderr, "completion: %s\n", ibv_wc_status_str(wc[i].status));
-				exit(1);
-			}
-			sends += wc[i].opcode == IBV_WC_SEND;
-		}
+		for (i = 0; i < k; i++)
+			check_wc(&wc[i]);
 		got += k;
 	}
-	return sends;
 }
 
 static void *run_poll(void *arg)
@@ -156,10 +159,7 @@ static void *run_poller(void *arg)
 		if (k < 0)
 			die("poll_cq");
 		for (i = 0; i < k; i++) {
-			if (wc[i].status != IBV_WC_SUCCESS) {
-				fprintf(stderr, "completion: %s\n", ibv_wc_status_str(wc[i].status));
-				exit(1);
-			}
+			check_wc(&wc[i]);
 			if (wc[i].opcode == IBV_WC_SEND)	/* its queue slot is free again */
 				atomic_fetch_sub(&outstanding, 1);
 			else
