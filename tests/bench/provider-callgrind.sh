@@ -44,8 +44,9 @@ by_verb() {
 
 printf '%-7s %-6s %14s %13s %13s %10s %10s %7s\n' MRs QPs added_per_round polls/round \
 	added_per_verb direct_ns ibckpt_ns ratio
-for cfg in "1 1" "10000 1" "1 1000"; do
-	read -r mrs qps <<< "$cfg"
+# IBCKPT_BENCH_CFGS: MRS:QPS,... (default 1:1,10000:1,1:1000; 1:1 must be in)
+for cfg in $(tr ',' ' ' <<< "${IBCKPT_BENCH_CFGS:-1:1,10000:1,1:1000}"); do
+	IFS=: read -r mrs qps <<< "$cfg"
 	read -r d1 dp1 <<< "$(ir direct "$n1" "$mrs" "$qps")"
 	read -r d2 dp2 <<< "$(ir direct "$n2" "$mrs" "$qps")"
 	read -r i1 ip1 <<< "$(ir ibckpt "$n1" "$mrs" "$qps")"
