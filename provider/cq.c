@@ -207,6 +207,19 @@ void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp)
 	ibckpt_spin_unlock(&cq->lock);
 }
 
+/*
+ * Under the CQ's lock: the completion a drain held aside (cq->spill) goes
+ * behind the private queue, grown if it is full. Return: 0 or ENOMEM.
+ */
+static int spill_back(struct ibckpt_cq *cq)
+{
+	if (ibckpt_vcq_count(&cq->vcq) == cq->vcq.size && ibckpt_vcq_grow(&cq->vcq))
+		return ENOMEM;
+	ibckpt_vcq_push(&cq->vcq, &cq->spill, 1);
+	cq->spilled = false;
+	return 0;
+}
+
 /* After a thaw: what was drained comes first, in order, then the vendor's. */
 static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
@@ -218,11 +231,8 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 	/* Drained before a freeze and already retired. */
 	ibckpt_spin_lock(&cq->lock);
 	n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
-	if (cq->spilled) {	/* behind the private queue, which has room now */
-		ibckpt_vcq_push(&cq->vcq, &cq->spill, 1);
-		cq->spilled = false;
+	if (cq->spilled && !spill_back(cq))	/* room now: it was just popped */
 		n += (int)ibckpt_vcq_pop(&cq->vcq, wc + n, (uint32_t)(ne - n));
-	}
 	ibckpt_spin_unlock(&cq->lock);
 	if (n == ne)
 		return n;
@@ -281,13 +291,9 @@ int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 	int n, err = 0;
 
 	ibckpt_spin_lock(&cq->lock);
-	if (cq->spilled) {	/* an earlier drain's, the application polled nothing since */
-		if (ibckpt_vcq_count(&cq->vcq) == cq->vcq.size && ibckpt_vcq_grow(&cq->vcq)) {
-			ibckpt_spin_unlock(&cq->lock);
-			return ENOMEM;
-		}
-		ibckpt_vcq_push(&cq->vcq, &cq->spill, 1);
-		cq->spilled = false;
+	if (cq->spilled && spill_back(cq)) {	/* an earlier drain's, nothing polled since */
+		ibckpt_spin_unlock(&cq->lock);
+		return ENOMEM;
 	}
 	while (!cq->spilled) {
 		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
