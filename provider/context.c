@@ -173,6 +173,8 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ibckpt_context_init(ctx, real);
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
 	verbs_set_ops(&ctx->vctx, &ibckpt_gated_ops);	/* gated.c: some of the same, gated */
+	if (ibckpt_stats_on)
+		verbs_set_ops(&ctx->vctx, &ibckpt_counted_ops);
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
 		atomic_store(&ctx->gate.closed, 1);

@@ -183,7 +183,6 @@ static inline void retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *c
 	ibckpt_spin_lock(&cq->lock);
 	retire_locked(ctx, cq, wc, n);
 	ibckpt_spin_unlock(&cq->lock);
-	IBCKPT_COUNT(ctx, wc, (unsigned long)n);
 }
 
 /**
@@ -249,24 +248,44 @@ static __attribute__((noinline, cold)) int poll_refused(int err)
 	return -1;
 }
 
+/*
+ * What a poll found, retired; then out of the gate. Out of line and
+ * reached by a tail call: an empty poll, most of a busy loop's, keeps few
+ * registers.
+ */
+static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
+						      int n)
+{
+	struct ibckpt_context *ctx = cq->ctx;
+
+	retire_polled(ctx, cq, wc, n);
+	ibckpt_gate_exit(&ctx->gate);
+	return n;
+}
+
+static __attribute__((noinline)) int poll_drained_exit(struct ibckpt_cq *cq, int ne,
+						       struct ibv_wc *wc)
+{
+	int n = poll_drained_first(cq, ne, wc);
+
+	ibckpt_gate_exit(&cq->ctx->gate);
+	return n;
+}
+
 int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
-	struct ibckpt_context *ctx = cq->ctx;
 	int n;
 
-	n = ibckpt_gate_enter(&ctx->gate);
+	n = ibckpt_gate_enter(&cq->ctx->gate);
 	if (__builtin_expect(n != 0, 0))	/* an inherited CQ (fork.c) */
 		return poll_refused(n);
-	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0)) {
-		n = poll_drained_first(cq, ne, wc);
-	} else {
-		n = ibv_poll_cq(cq->real, ne, wc);
-		if (n > 0)
-			retire_polled(ctx, cq, wc, n);
-	}
-	ibckpt_gate_exit(&ctx->gate);
-	IBCKPT_COUNT(ctx, poll_cq, 1);
+	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
+		return poll_drained_exit(cq, ne, wc);
+	n = ibv_poll_cq(cq->real, ne, wc);
+	if (n > 0)
+		return poll_retire_exit(cq, wc, n);
+	ibckpt_gate_exit(&cq->ctx->gate);
 	return n;
 }
 

@@ -59,7 +59,7 @@ static void unregister(void *arg)
 
 	pthread_mutex_lock(&reg_lock);
 	unlink_node(n);
-	n->self->registered = false;
+	atomic_store(&n->self->inside, NULL);
 	n->self->gone = true;
 	pthread_mutex_unlock(&reg_lock);
 	free(n);
@@ -74,7 +74,7 @@ static void reg_key_create(void)
  * The calling thread's first verb: on the registry, off it when it exits.
  * Return: 0, or ENOMEM (no node or key; or the thread is exiting).
  */
-int ibckpt_gate_register(void)
+static int gate_register(void)
 {
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 	struct reg_node *n;
@@ -96,24 +96,33 @@ int ibckpt_gate_register(void)
 	if (reg)
 		reg->pprev = &n->next;
 	reg = n;
-	me->registered = true;
+	atomic_store(&me->inside, IBCKPT_GATE_IDLE);
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
 
 /*
- * A verb inside a verb (gate.h): it stays inside the outer gate, whose
- * closer waits for it, whatever this gate's state; a foreign gate refuses
- * it all the same.
+ * What enter found not idle: a thread's first verb (registered, then in
+ * as usual), or a verb inside a verb (gate.h): it stays inside the outer
+ * gate, whose closer waits for it, whatever this gate's state; a foreign
+ * gate refuses it all the same.
  */
-int ibckpt_gate_enter_nested(struct ibckpt_gate *g)
+int ibckpt_gate_enter_slow(struct ibckpt_gate *g)
 {
+	struct ibckpt_gate_self *me = &ibckpt_gate_me;
+
+	if (!atomic_load(&me->inside)) {
+		if (gate_register())
+			return ENOMEM;
+		atomic_store(&me->inside, g);
+		return atomic_load(&g->closed) ? ibckpt_gate_wait_open(g) : 0;
+	}
 #ifdef IBCKPT_GATE_CHECK
 	__builtin_trap();	/* the unit tests: verbs must not nest */
 #endif
 	if (atomic_load(&g->closed) == IBCKPT_GATE_FOREIGN)
 		return EACCES;
-	ibckpt_gate_me.nested++;
+	me->nested++;
 	return 0;
 }
 
@@ -128,7 +137,8 @@ int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 {
 	for (;;) {
 		if (atomic_load(&g->closed) == IBCKPT_GATE_FOREIGN) {
-			atomic_store(&ibckpt_gate_me.inside, NULL);	/* nobody closes it */
+			/* nobody closes it */
+			atomic_store(&ibckpt_gate_me.inside, IBCKPT_GATE_IDLE);
 			return EACCES;
 		}
 		ibckpt_gate_exit(g);
@@ -220,14 +230,15 @@ void ibckpt_gate_atfork_parent(void)
 void ibckpt_gate_atfork_child(void)
 {
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
-	struct reg_node *own = me->registered ? pthread_getspecific(reg_key) : NULL, *n, *next;
+	struct reg_node *own = atomic_load(&me->inside) ? pthread_getspecific(reg_key) : NULL;
+	struct reg_node *n, *next;
 
 	for (n = reg; n; n = next) {
 		next = n->next;
 		if (n != own)
 			free(n);
 	}
-	atomic_store(&me->inside, NULL);
+	atomic_store(&me->inside, own ? IBCKPT_GATE_IDLE : NULL);
 	me->nested = 0;
 	reg = NULL;
 	if (own) {

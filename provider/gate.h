@@ -18,8 +18,12 @@
  * thread's entry. Both stores are sequentially consistent (one exchange
  * each, on a line nobody else writes), so either the entering thread sees
  * the gate closed or the closer sees it inside: never neither. Exit stores
- * NULL (a release store: a closer that read the entry too early looks
- * again within its millisecond) and, only while closed, wakes the closer.
+ * IBCKPT_GATE_IDLE (a release store: a closer that read the entry too
+ * early looks again within its millisecond) and, only while closed, wakes
+ * the closer. An entry still NULL (thread-local storage starts zeroed)
+ * belongs to a thread not on the registry yet: the one test enter makes,
+ * "is this entry idle?", sends it to the slow path for both that and
+ * nesting.
  * Verbs do not nest
  * (IBCKPT_GATE_CHECK, the unit tests' build, aborts if one does); should
  * one, the inner entry only counts in 'nested', and the thread stays inside
@@ -51,11 +55,14 @@ struct ibckpt_gate {
  * 'inside' through the registry (gate.c), whose list nodes live apart.
  */
 struct ibckpt_gate_self {
-	_Atomic(struct ibckpt_gate *) inside;	/* NULL: in no verb */
+	/* IBCKPT_GATE_IDLE: in no verb; NULL: not on the registry */
+	_Atomic(struct ibckpt_gate *) inside;
 	unsigned int nested;			/* entries inside 'inside' */
-	bool registered;
 	bool gone;				/* the thread is exiting: off the registry */
 } __attribute__((aligned(64)));
+
+/* 'inside' of a registered thread in no verb: no gate's address. */
+#define IBCKPT_GATE_IDLE ((struct ibckpt_gate *)1)
 
 /*
  * Initial-exec TLS: two instructions per access. The provider is loaded
@@ -71,8 +78,7 @@ struct ibckpt_gate_self {
 extern __thread struct ibckpt_gate_self ibckpt_gate_me IBCKPT_GATE_TLS;
 
 void ibckpt_gate_init(struct ibckpt_gate *g);
-int ibckpt_gate_register(void);
-int ibckpt_gate_enter_nested(struct ibckpt_gate *g);
+int ibckpt_gate_enter_slow(struct ibckpt_gate *g);
 int ibckpt_gate_wait_open(struct ibckpt_gate *g);
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g);
 void ibckpt_gate_make_foreign(struct ibckpt_gate *g);
@@ -86,10 +92,10 @@ static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct i
 {
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 
-	if (__builtin_expect(!me->registered, 0) && ibckpt_gate_register())
-		return ENOMEM;
-	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) != NULL, 0))
-		return ibckpt_gate_enter_nested(g);
+	/* Not registered yet, or a verb inside a verb: the slow path. */
+	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) !=
+			     IBCKPT_GATE_IDLE, 0))
+		return ibckpt_gate_enter_slow(g);
 	atomic_store(&me->inside, g);	/* seq_cst: pairs with close's store */
 	if (__builtin_expect(atomic_load(&g->closed) != 0, 0))
 		return ibckpt_gate_wait_open(g);
@@ -104,7 +110,7 @@ static inline void ibckpt_gate_exit(struct ibckpt_gate *g)
 		me->nested--;
 		return;
 	}
-	atomic_store_explicit(&me->inside, NULL, memory_order_release);
+	atomic_store_explicit(&me->inside, IBCKPT_GATE_IDLE, memory_order_release);
 	if (__builtin_expect(atomic_load_explicit(&g->closed, memory_order_relaxed) != 0, 0))
 		ibckpt_gate_wake_closer(g);
 }

@@ -48,11 +48,15 @@ struct ibckpt_stats {
 
 /*
  * The data path's counts (posts, polls, completions) are kept only with
- * IBCKPT_STATS in the environment: counted always, every verb of every
- * thread would write the context's statistics line (a cache-line transfer
- * per verb between threads). ibckpt_stats_on is set once, at load.
+ * IBCKPT_STATS in the environment, by the counting ops stats.c sets over
+ * the verbs (counted always, every verb of every thread would write the
+ * context's statistics line, and test a flag). ibckpt_stats_on is set once,
+ * at load.
  */
 extern bool ibckpt_stats_on;
+extern const struct verbs_context_ops ibckpt_counted_ops;	/* stats.c */
+
+/* Counting where no ops entry is called: window binds, the ibv_wr_* API. */
 #define IBCKPT_COUNT(ctx, field, n)							\
 	do {										\
 		if (__builtin_expect(ibckpt_stats_on, 0))				\
@@ -242,11 +246,11 @@ struct ibckpt_qp_history {
  */
 struct ibckpt_qpx {
 	uint64_t flags;				/* send_ops_flags, as created */
-	struct ibv_send_wr *wr;			/* max slots */
+	struct ibv_send_wr *wr;			/* alloc slots, up to max */
 	struct ibv_sge *sge;			/* max_sge per slot (at least one) */
 	uint8_t *inl;				/* max_inline bytes per slot */
 	uint8_t *hdr;				/* TSO: max_hdr bytes per slot */
-	uint32_t n, max, max_sge, max_inline, max_hdr;
+	uint32_t n, alloc, max, max_sge, max_inline, max_hdr;
 	uint32_t atomic_writes;			/* of the n */
 	int err;				/* first error since wr_start */
 	struct ibv_send_wr scratch;		/* absorbs setters after an error */
@@ -271,6 +275,13 @@ struct ibckpt_qp {
 	struct ibckpt_xrcd *xrcd;		/* XRC target QPs */
 	bool opened;				/* by ibv_open_qp(), not created (snapshots) */
 	bool rq_logged;				/* its own receive queue, in rq */
+	/*
+	 * Which posts take the one-request fast path, decided once: at the
+	 * create, and at a restart (ibckpt_qp_set_paths()). Not IBCKPT_POST_*:
+	 * the general path (types from UD up, queues without a log, a
+	 * remapped context's translation).
+	 */
+	uint8_t fast;
 	struct ibckpt_obj obj;
 	/*
 	 * Each queue's lock and log on lines of their own, apart from the
@@ -300,6 +311,9 @@ struct ibckpt_qp {
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 };
+
+#define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */
+#define IBCKPT_POST_RECV	2u	/* qp->fast: its own receive log, identity IDs */
 
 /* What an async event's element is, as ibv_get_async_event() decodes it. */
 enum ibckpt_async_obj {
@@ -557,6 +571,8 @@ int ibckpt_qpx_check(uint64_t flags);
 int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_cap *cap,
 		    uint32_t max_tso_header);
 void ibckpt_qpx_free(struct ibckpt_qpx *s);
+/* Bytes the staging holds now. */
+size_t ibckpt_qpx_bytes(const struct ibckpt_qpx *s);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
 struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq *cq,

@@ -78,6 +78,7 @@ static void qp_shadow_init(struct ibckpt_qp *qp, struct ibckpt_context *ctx, voi
 	q->events_completed = 0;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
+	ibckpt_qp_set_paths(qp);
 }
 
 /* Both create paths end here with an attribute set naming shadows. */
@@ -158,12 +159,14 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 	qp->ctx = ctx;
 	qp->srq = attr->srq ? to_isrq(attr->srq) : NULL;
 	/* An XRC target QP has no queue of its own; an XRC sender no receive queue. */
-	err = tgt ? 0 : ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ, ra.cap.max_send_wr,
+	err = tgt ? 0 : ibckpt_wrlog_init(&qp->sq, IBCKPT_WRLOG_SQ,
+					  ibckpt_wrlog_depth(ra.cap.max_send_wr),
 					  ra.cap.max_send_sge, ra.cap.max_inline_data,
 					  attr->sq_sig_all);
 	qp->rq_logged = !qp->srq && !tgt && attr->qp_type != IBV_QPT_XRC_SEND;
 	if (!err && qp->rq_logged)
-		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ, ra.cap.max_recv_wr,
+		err = ibckpt_wrlog_init(&qp->rq, IBCKPT_WRLOG_RQ,
+					ibckpt_wrlog_depth(ra.cap.max_recv_wr),
 					ra.cap.max_recv_sge, 0, false);
 	if (!err && !tgt && (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER))
 		err = ibckpt_wrlog_init_tso(&qp->sq, attr->max_tso_header);
@@ -512,12 +515,9 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 	if (!qp->sq.wr)		/* an XRC target: the vendor's answer */
 		return ibv_post_send(qp->real, wr, bad);
 	for (w = wr; w; w = w->next) {
-		err = ibckpt_wrlog_send_fast(&qp->sq, w);
-		if (!err && w->opcode == IBV_WR_TSO) {	/* its header, copied */
-			err = ibckpt_wrlog_tso(&qp->sq, w);
-			if (err)
-				ibckpt_wrlog_unpost(&qp->sq, 1);
-		}
+		/* a TSO request's header is copied with it */
+		err = w->opcode == IBV_WR_TSO ? ibckpt_wrlog_send(&qp->sq, w)
+					      : ibckpt_wrlog_send_fast(&qp->sq, w);
 		if (err)
 			break;
 		if (type == IBV_QPT_XRC_SEND)
@@ -546,42 +546,74 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 	return ret;
 }
 
+/**
+ * ibckpt_qp_set_paths() - which posts of a QP take the fast path
+ * @qp: a QP, created; or any QP of a context just remapped (restart.c)
+ */
+void ibckpt_qp_set_paths(struct ibckpt_qp *qp)
+{
+	bool identity = !qp->ctx->remapped;
+
+	qp->fast = 0;
+	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
+	if (identity && qp->sq.wr && qp->vqp.qp.qp_type < IBV_QPT_UD)
+		qp->fast |= IBCKPT_POST_SEND;
+	if (identity && qp->rq_logged)
+		qp->fast |= IBCKPT_POST_RECV;
+}
+
+/* A post refused at the gate, or a vendor error: out of line, the fast path keeps its registers. */
+static __attribute__((noinline, cold)) int post_send_refused(struct ibv_send_wr *wr,
+							      struct ibv_send_wr **bad, int err)
+{
+	*bad = wr;
+	return err;
+}
+
+static __attribute__((noinline)) int post_send_failed(struct ibckpt_qp *qp, struct ibv_send_wr **bad,
+						      int ret)
+{
+	if (*bad)	/* else: taken, as post_send_list() reads it */
+		ibckpt_wrlog_unpost(&qp->sq, 1);
+	return ret;
+}
+
+/* Everything but one request of an RC/UC QP of an identity context. */
+static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+						       struct ibv_send_wr **bad)
+{
+	if (__builtin_expect(qp->ctx->remapped, 0))
+		return post_send_xlate(qp, wr, bad);
+	return post_send_list(qp, wr, bad);
+}
+
 int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
-	struct ibckpt_context *ctx = qp->ctx;
-	struct ibv_send_wr *rbad = NULL;
+	struct ibckpt_gate *g = &qp->ctx->gate;
 	int ret;
 
-	ret = ibckpt_gate_enter(&ctx->gate);
-	if (ret) {
-		*bad = wr;
-		return ret;
-	}
+	ret = ibckpt_gate_enter(g);
+	if (__builtin_expect(ret != 0, 0))
+		return post_send_refused(wr, bad, ret);
 	ibckpt_spin_lock(&qp->sq_lock);
-	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
-	if (__builtin_expect(ctx->remapped, 0)) {
-		ret = post_send_xlate(qp, wr, bad);
-	} else if (__builtin_expect(!wr || wr->next || ibqp->qp_type >= IBV_QPT_UD ||
-				    wr->opcode == IBV_WR_BIND_MW, 0)) {
-		ret = post_send_list(qp, wr, bad);
+	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
+			     wr->opcode == IBV_WR_BIND_MW, 0)) {
+		ret = post_send_general(qp, wr, bad);
 	} else {
 		/* One request naming no shadow: most posts. */
 		ret = ibckpt_wrlog_send_fast(&qp->sq, wr);
-		if (ret) {
+		if (__builtin_expect(ret != 0, 0)) {
 			*bad = wr;
 		} else {
-			ret = ibv_post_send(qp->real, wr, &rbad);
-			if (ret) {
-				if (rbad)	/* else: taken, as post_send_list() reads it */
-					ibckpt_wrlog_unpost(&qp->sq, 1);
-				*bad = rbad;
-			}
+			*bad = NULL;	/* a vendor may fail without naming one */
+			ret = ibv_post_send(qp->real, wr, bad);
+			if (__builtin_expect(ret != 0, 0))
+				ret = post_send_failed(qp, bad, ret);
 		}
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
-	ibckpt_gate_exit(&ctx->gate);
-	IBCKPT_COUNT(ctx, post_send, 1);
+	ibckpt_gate_exit(g);
 	return ret;
 }
 
@@ -664,7 +696,6 @@ int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(&ctx->gate);
-	IBCKPT_COUNT(ctx, post_send, 1);
 	return ret;
 }
 
@@ -673,38 +704,46 @@ static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_
 	return ibv_post_recv(real, wr, bad);
 }
 
+/* A receive queue without a log (SRQ, XRC), or a remapped context's. */
+static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
+						       struct ibv_recv_wr **bad)
+{
+	struct ibckpt_context *ctx = qp->ctx;
+	struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
+	int ret;
+
+	if (!qp->rq_logged)	/* the vendor's answer, unlogged */
+		return ibv_post_recv(qp->real, wr, bad);
+	ibckpt_spin_lock(&qp->rq_lock);
+	ret = ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+	ibckpt_spin_unlock(&qp->rq_lock);
+	return ret;
+}
+
+static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr *wr,
+							      struct ibv_recv_wr **bad, int err)
+{
+	*bad = wr;
+	return err;
+}
+
 int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
-	struct ibckpt_context *ctx = qp->ctx;
+	struct ibckpt_gate *g = &qp->ctx->gate;
 	int ret;
 
-	if (__builtin_expect(!qp->rq_logged, 0)) {	/* SRQ or XRC: the vendor's answer, unlogged */
-		ret = ibckpt_gate_enter(&ctx->gate);
-		if (ret) {
-			*bad = wr;
-			return ret;
-		}
-		ret = ibv_post_recv(qp->real, wr, bad);
-		ibckpt_gate_exit(&ctx->gate);
-		return ret;
-	}
-	ret = ibckpt_gate_enter(&ctx->gate);
-	if (ret) {
-		*bad = wr;
-		return ret;
-	}
-	ibckpt_spin_lock(&qp->rq_lock);
-	if (__builtin_expect(ctx->remapped, 0)) {
-		struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
-
-		ret = ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+	ret = ibckpt_gate_enter(g);
+	if (__builtin_expect(ret != 0, 0))
+		return post_recv_refused(wr, bad, ret);
+	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0)) {
+		ret = post_recv_general(qp, wr, bad);
 	} else {
+		ibckpt_spin_lock(&qp->rq_lock);
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
+		ibckpt_spin_unlock(&qp->rq_lock);
 	}
-	ibckpt_spin_unlock(&qp->rq_lock);
-	ibckpt_gate_exit(&ctx->gate);
-	IBCKPT_COUNT(ctx, post_recv, 1);
+	ibckpt_gate_exit(g);
 	return ret;
 }
 

@@ -3,8 +3,10 @@
  * The extended post-send API (ibv_qp_to_qp_ex, ibv_wr_start ... ibv_wr_*
  * ... ibv_wr_complete) on shadow QPs.
  *
- * The shadow's ibv_qp_ex builds ordinary work requests in a staging area the
- * size of the send queue; ibv_wr_complete() posts the list through
+ * The shadow's ibv_qp_ex builds ordinary work requests in a staging area that
+ * grows with the batch, up to the send queue's depth (it starts small: a
+ * deep queue with many SGEs would otherwise cost megabytes to stage what is
+ * mostly one request at a time); ibv_wr_complete() posts the list through
  * ibckpt_post_send(), so that the requests are logged, translated and gated
  * exactly like ibv_post_send()'s. The vendor's QP is created with the same
  * send_ops_flags, so it accepts or refuses them as without ibckpt, but its
@@ -47,6 +49,55 @@ static struct ibv_send_wr *cur_wr(struct ibckpt_qpx *s)
 	return s->n && !s->err ? &s->wr[s->n - 1] : &s->scratch;
 }
 
+/* First staging slots; doubled as a batch needs, up to the queue's depth. */
+#define QPX_FIRST_SLOTS 16u
+
+/* p of old_n elements of 'size' bytes made n (zeroed); p as it was once *ok is false. */
+static void *grow(void *p, size_t n, size_t size, size_t old_n, bool *ok)
+{
+	uint8_t *q;
+
+	if (!*ok || !size)
+		return p;
+	q = realloc(p, n * size);
+	if (!q) {
+		*ok = false;
+		return p;
+	}
+	memset(q + old_n * size, 0, (n - old_n) * size);
+	return q;
+}
+
+/*
+ * Room for 'n' slots. The requests staged so far may move, so their
+ * pointers into the staging (next, SGE list, inline copy, TSO header) are
+ * made again, whether or not all of it grew. False if memory ran out.
+ */
+static bool qpx_grow(struct ibckpt_qpx *s, uint32_t n)
+{
+	size_t sges = s->max_sge ? s->max_sge : 1;
+	bool ok = true;
+	uint32_t i;
+
+	s->wr = grow(s->wr, n, sizeof(*s->wr), s->alloc, &ok);
+	s->sge = grow(s->sge, n, sges * sizeof(*s->sge), s->alloc, &ok);
+	s->inl = grow(s->inl, n, s->max_inline, s->alloc, &ok);
+	s->hdr = grow(s->hdr, n, s->max_hdr, s->alloc, &ok);
+	for (i = 0; i < s->n; i++) {
+		struct ibv_send_wr *w = &s->wr[i];
+
+		w->next = i + 1 < s->n ? &s->wr[i + 1] : NULL;
+		w->sg_list = &s->sge[(size_t)i * sges];
+		if (w->send_flags & IBV_SEND_INLINE)
+			w->sg_list[0].addr = (uintptr_t)&s->inl[(size_t)i * s->max_inline];
+		if (w->opcode == IBV_WR_TSO && w->tso.hdr_sz)
+			w->tso.hdr = &s->hdr[(size_t)i * s->max_hdr];
+	}
+	if (ok)
+		s->alloc = n;
+	return ok;
+}
+
 static struct ibv_send_wr *new_wr(struct ibv_qp_ex *x, enum ibv_wr_opcode opcode)
 {
 	struct ibckpt_qpx *s = to_iqp_ex(x)->qpx;
@@ -54,7 +105,8 @@ static struct ibv_send_wr *new_wr(struct ibv_qp_ex *x, enum ibv_wr_opcode opcode
 
 	if (s->err)
 		return &s->scratch;
-	if (s->n == s->max) {
+	if (s->n == s->alloc &&
+	    (s->alloc == s->max || !qpx_grow(s, s->alloc * 2 < s->max ? s->alloc * 2 : s->max))) {
 		s->err = ENOMEM;
 		return &s->scratch;
 	}
@@ -63,7 +115,7 @@ static struct ibv_send_wr *new_wr(struct ibv_qp_ex *x, enum ibv_wr_opcode opcode
 	w->wr_id = x->wr_id;
 	w->send_flags = x->wr_flags;
 	w->opcode = opcode;
-	w->sg_list = &s->sge[(size_t)s->n * s->max_sge];
+	w->sg_list = &s->sge[(size_t)s->n * (s->max_sge ? s->max_sge : 1)];
 	if (s->n)
 		s->wr[s->n - 1].next = w;
 	s->n++;
@@ -276,6 +328,7 @@ static int qpx_complete(struct ibv_qp_ex *x)
 	int ret = s->err;
 
 	if (!ret && s->n) {
+		IBCKPT_COUNT(qp->ctx, post_send, 1);
 		s->wr[s->n - 1].next = NULL;
 		ret = s->atomic_writes ? ibckpt_post_send_staged(qp, s->wr, &bad)
 				       : ibckpt_post_send(&qp->vqp.qp, s->wr, &bad);
@@ -324,13 +377,9 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 	s->max = (uint32_t)slots;
 	s->max_sge = cap->max_send_sge;
 	s->max_inline = cap->max_inline_data;
-	s->wr = calloc(slots, sizeof(*s->wr));
-	s->sge = calloc(slots * (s->max_sge ? s->max_sge : 1), sizeof(*s->sge));
-	s->inl = s->max_inline ? calloc(slots, s->max_inline) : NULL;
 	s->max_hdr = max_tso_header;
-	s->hdr = s->max_hdr ? calloc(slots, s->max_hdr) : NULL;
 	s->scratch.sg_list = &s->scratch_sge;
-	if (!s->wr || !s->sge || (s->max_inline && !s->inl) || (s->max_hdr && !s->hdr)) {
+	if (!qpx_grow(s, s->max < QPX_FIRST_SLOTS ? s->max : QPX_FIRST_SLOTS)) {
 		ibckpt_qpx_free(s);
 		return ENOMEM;
 	}
@@ -361,6 +410,13 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 #undef OP
 	qp->vqp.comp_mask |= VERBS_QP_EX;
 	return 0;
+}
+
+size_t ibckpt_qpx_bytes(const struct ibckpt_qpx *s)
+{
+	return sizeof(*s) + s->alloc * (sizeof(*s->wr) +
+					(s->max_sge ? s->max_sge : 1) * sizeof(*s->sge) +
+					s->max_inline + s->max_hdr);
 }
 
 void ibckpt_qpx_free(struct ibckpt_qpx *s)

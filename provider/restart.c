@@ -468,6 +468,22 @@ int ibckpt_unacquire(void)
 }
 
 /**
+ * ibckpt_ctx_set_remapped() - a context's IDs are virtual from now on
+ * @ctx: its gate closed (a restart's reacquire)
+ *
+ * Every QP of it takes the translating paths.
+ */
+void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
+{
+	struct ibckpt_obj *o;
+
+	ctx->remapped = true;
+	for_each_obj(ctx, o, false)
+		if (o->type == IBCKPT_SNAP_QP)
+			ibckpt_qp_set_paths(OBJ(o, struct ibckpt_qp));
+}
+
+/**
  * ibckpt_remap() - the job's identities in; every QP to RTR
  * @ids: every process's identities
  * @n: their number
@@ -495,7 +511,7 @@ int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n)
 					   strerror(err));
 			break;
 		}
-		ctx->remapped = true;
+		ibckpt_ctx_set_remapped(ctx);
 		for_each_obj(ctx, o, false) {
 			if (o->type == IBCKPT_SNAP_AH)
 				err = ibckpt_ah_recreate(OBJ(o, struct ibckpt_ah));

@@ -104,6 +104,8 @@ void ibckpt_qp_release(struct ibckpt_qp *qp);
 int ibckpt_qp_recreate(struct ibckpt_qp *qp);
 int ibckpt_qp_refill(struct ibckpt_qp *qp);
 int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);
+void ibckpt_qp_set_paths(struct ibckpt_qp *qp);
+void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx);
 int ibckpt_qp_to_rts(struct ibckpt_qp *qp);
 void ibckpt_ah_release(struct ibckpt_ah *ah);
 int ibckpt_ah_recreate(struct ibckpt_ah *ah);

@@ -246,7 +246,6 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
 	ibckpt_spin_unlock(&srq->lock);
 	ibckpt_gate_exit(&ctx->gate);
-	IBCKPT_COUNT(ctx, post_srq_recv, 1);
 	return ret;
 }
 

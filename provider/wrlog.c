@@ -14,6 +14,11 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
+/* Slots a log starts with: room for the requests most applications keep posted. */
+#define WRLOG_FIRST_SLOTS 64u
+/* Arena bytes a log starts with, at its first record. */
+#define WRLOG_FIRST_ARENA 4096u
+
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 		      uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, bool sq_sig_all)
 {
@@ -25,58 +30,32 @@ int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 	 * hardware slots of unsignaled requests at different times than we do:
 	 * twice the reported depth never limits what the vendor accepts.
 	 */
-	log->size = pow2_at_least(2 * (max_wr ? max_wr : 1));
+	log->cap = pow2_at_least(2 * (max_wr ? max_wr : 1));
+	log->size = log->cap < WRLOG_FIRST_SLOTS ? log->cap : WRLOG_FIRST_SLOTS;
 	log->max_sge = max_sge ? max_sge : 1;
 	log->max_inline = max_inline;
 	log->wr = calloc(log->size, sizeof(*log->wr));
-	log->sge = calloc((size_t)log->size * log->max_sge, sizeof(*log->sge));
-	if (max_inline)
-		log->inline_buf = malloc((size_t)log->size * max_inline);
-	if (!log->wr || !log->sge || (max_inline && !log->inline_buf)) {
-		ibckpt_wrlog_destroy(log);
-		return ENOMEM;
-	}
-	return 0;
+	return log->wr ? 0 : ENOMEM;
 }
 
 void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log)
 {
 	free(log->wr);
-	free(log->sge);
-	free(log->inline_buf);
-	free(log->hdr_buf);
+	free(log->x);
 	log->wr = NULL;
-	log->sge = NULL;
-	log->inline_buf = NULL;
-	log->hdr_buf = NULL;
+	log->x = NULL;
+	log->xsize = 0;
 }
 
 int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr)
 {
-	log->hdr_buf = max_hdr ? calloc(log->size, max_hdr) : NULL;
-	if (max_hdr && !log->hdr_buf)
-		return ENOMEM;
 	log->max_hdr = max_hdr;
 	return 0;
 }
 
-int ibckpt_wrlog_tso(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
+size_t ibckpt_wrlog_bytes(const struct ibckpt_wrlog *log)
 {
-	uint32_t idx = (log->tail - 1) & (log->size - 1);
-	struct ibckpt_wr *e = &log->wr[idx];
-
-	if (wr->tso.hdr_sz > log->max_hdr)
-		return EINVAL;
-	if (wr->tso.hdr_sz)
-		memcpy(&log->hdr_buf[(size_t)idx * log->max_hdr], wr->tso.hdr, wr->tso.hdr_sz);
-	e->tso.hdr_sz = wr->tso.hdr_sz;
-	e->tso.mss = wr->tso.mss;
-	return 0;
-}
-
-const uint8_t *ibckpt_wrlog_tso_hdr(const struct ibckpt_wrlog *log, const struct ibckpt_wr *e)
-{
-	return log->hdr_buf ? &log->hdr_buf[(size_t)(e - log->wr) * log->max_hdr] : NULL;
+	return sizeof(*log) + (size_t)log->size * sizeof(*log->wr) + log->xsize;
 }
 
 static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)
@@ -84,49 +63,173 @@ static struct ibckpt_wr *slot(const struct ibckpt_wrlog *log, uint32_t i)
 	return &log->wr[i & (log->size - 1)];
 }
 
-/* Room for one more request: settles when the ring looks full. */
+/* Bytes of a slot's SGEs in the arena: none for one SGE (it is in the slot). */
+static uint32_t sge_bytes(const struct ibckpt_wr *e)
+{
+	return e->num_sge > 1 ? e->num_sge * (uint32_t)sizeof(struct ibv_sge) : 0;
+}
+
+/* A slot's record in the arena: its SGEs, inline bytes and TSO header. */
+static uint32_t record_bytes(const struct ibckpt_wr *e)
+{
+	return sge_bytes(e) + e->inline_len + (e->opcode == IBV_WR_TSO ? e->tso.hdr_sz : 0);
+}
+
+/* Where a record at free-running position 'at' is (records never wrap). */
+static uint8_t *arena_at(const struct ibckpt_wrlog *log, uint32_t at)
+{
+	return &log->x[at & (log->xsize - 1)];
+}
+
+/*
+ * The arena's bytes in use begin at the head slot's record (the slots
+ * before it are retired; a record always follows its slot's predecessors').
+ */
+static uint32_t arena_used(const struct ibckpt_wrlog *log)
+{
+	return log->head == log->tail ? 0 : log->xtail - slot(log, log->head)->xat;
+}
+
+/*
+ * The slots doubled, what is live kept at the same free-running positions.
+ * A full ring of a queue below its cap grows rather than refusing.
+ */
+static bool grow_slots(struct ibckpt_wrlog *log)
+{
+	uint32_t n = log->size * 2, i;
+	struct ibckpt_wr *w;
+
+	if (log->size >= log->cap)
+		return false;
+	w = calloc(n, sizeof(*w));
+	if (!w)
+		return false;
+	for (i = log->head; i != log->tail; i++)
+		w[i & (n - 1)] = *slot(log, i);
+	free(log->wr);
+	log->wr = w;
+	log->size = n;
+	return true;
+}
+
+/*
+ * An arena that holds 'need' more bytes, twice the size at least (so that
+ * growing is rare): the live records copied, in order, to its start, where
+ * none wraps.
+ */
+static bool grow_arena(struct ibckpt_wrlog *log, uint32_t need)
+{
+	uint32_t used = arena_used(log), n = log->xsize ? 2 * log->xsize : WRLOG_FIRST_ARENA;
+	uint32_t at = 0, i;
+	uint8_t *x;
+
+	if ((uint64_t)used + need > (1u << 30))
+		return false;
+	while (n < used + need)
+		n <<= 1;
+	x = malloc(n);
+	if (!x)
+		return false;
+	for (i = log->head; i != log->tail; i++) {
+		struct ibckpt_wr *e = slot(log, i);
+		uint32_t len = record_bytes(e);
+
+		if (len)
+			memcpy(x + at, arena_at(log, e->xat), len);
+		e->xat = at;
+		at += (len + 7) & ~7u;
+	}
+	free(log->x);
+	log->x = x;
+	log->xsize = n;
+	log->xtail = at;
+	return true;
+}
+
+/*
+ * Room for a record of 'len' bytes at the arena's tail, contiguous: at the
+ * ring's end if it fits there, else at its start (the bytes skipped are
+ * freed with the record before). Settles first when the arena looks full;
+ * grows if it still is. ENOMEM if it cannot.
+ */
+static int arena_take(struct ibckpt_wrlog *log, uint32_t len, uint32_t *at)
+{
+	uint32_t len8 = (len + 7) & ~7u, off, pad;
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (log->xsize) {
+			off = log->xtail & (log->xsize - 1);
+			pad = off + len8 > log->xsize ? log->xsize - off : 0;
+			if ((uint64_t)arena_used(log) + pad + len8 <= log->xsize) {
+				*at = log->xtail + pad;
+				log->xtail = *at + len8;
+				return 0;
+			}
+		}
+		if (tries == 0)
+			ibckpt_wrlog_settle(log);
+		else if (!grow_arena(log, len8))
+			return ENOMEM;
+	}
+	return ENOMEM;
+}
+
+/* Room for one more request: settles when the ring looks full, then grows. */
 static bool has_room(struct ibckpt_wrlog *log)
 {
 	if (__builtin_expect(ibckpt_wrlog_count(log) < log->size, 1))
 		return true;
 	ibckpt_wrlog_settle(log);
-	return ibckpt_wrlog_count(log) < log->size;
+	return ibckpt_wrlog_count(log) < log->size || grow_slots(log);
 }
 
 int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 {
 	const struct ibv_sge *src = wr->sg_list;
-	struct ibv_sge *sge;
-	uint32_t idx, len = 0;
-	int i, n = wr->num_sge;
+	bool tso = wr->opcode == IBV_WR_TSO;
+	uint32_t idx, len = 0, inl = 0, hdr = tso ? wr->tso.hdr_sz : 0, sgeb, at;
+	struct ibckpt_wr *e;
+	uint8_t *dst;
+	int i, n = wr->num_sge, err;
 
-	if (!has_room(log))
-		return ENOMEM;
-	if (n < 0 || (uint32_t)n > log->max_sge)
+	if (n < 0 || (uint32_t)n > log->max_sge || hdr > log->max_hdr)
 		return EINVAL;
-	idx = log->tail & (log->size - 1);
-	sge = &log->sge[(size_t)idx * log->max_sge];
-	if (__builtin_expect(wr->send_flags & IBV_SEND_INLINE, 0)) {
+	for (i = 0; i < n; i++)
+		len += src[i].length;
+	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* The payload is the data now, not the buffer later. */
-		for (i = 0; i < n; i++)
-			len += src[i].length;
 		if (len > log->max_inline)
 			return EINVAL;
-		uint8_t *dst = &log->inline_buf[(size_t)idx * log->max_inline];
-
-		for (i = 0; i < n; i++) {
-			memcpy(dst, (const void *)(uintptr_t)src[i].addr, src[i].length);
-			dst += src[i].length;
-		}
+		inl = len;
 	}
-	for (i = 0; i < n; i++)
-		sge[i] = src[i];
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		ibckpt_wrlog_fill_send(log, idx, wr, len, len);
-	} else {
-		for (i = 0; i < n; i++)
-			len += src[i].length;
-		ibckpt_wrlog_fill_send(log, idx, wr, 0, len);
+	if (!has_room(log))
+		return ENOMEM;
+	sgeb = n > 1 ? (uint32_t)n * (uint32_t)sizeof(*src) : 0;
+	at = log->xtail;
+	if (sgeb + inl + hdr) {
+		err = arena_take(log, sgeb + inl + hdr, &at);	/* may move the records */
+		if (err)
+			return err;
+	}
+	idx = log->tail & (log->size - 1);
+	e = &log->wr[idx];
+	e->xat = at;
+	if (n > 1)
+		memcpy(arena_at(log, at), src, sgeb);
+	else if (n == 1)
+		e->sge1 = src[0];
+	dst = sgeb + inl + hdr ? arena_at(log, at) + sgeb : NULL;
+	for (i = 0; inl && i < n; i++) {
+		memcpy(dst, (const void *)(uintptr_t)src[i].addr, src[i].length);
+		dst += src[i].length;
+	}
+	ibckpt_wrlog_fill_send(log, idx, wr, inl, len);
+	if (tso) {
+		e->tso.hdr_sz = (uint16_t)hdr;
+		e->tso.mss = wr->tso.mss;
+		if (hdr)
+			memcpy(dst, wr->tso.hdr, hdr);
 	}
 	log->tail++;
 	return 0;
@@ -135,17 +238,21 @@ int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 {
 	struct ibckpt_wr *e;
-	struct ibv_sge *sge;
-	uint32_t idx;
-	int i, n = wr->num_sge;
+	uint32_t at;
+	int n = wr->num_sge, err;
 
-	if (!has_room(log))
-		return ENOMEM;
 	if (n < 0 || (uint32_t)n > log->max_sge)
 		return EINVAL;
-	idx = log->tail & (log->size - 1);
-	e = &log->wr[idx];
-	sge = &log->sge[(size_t)idx * log->max_sge];
+	if (!has_room(log))
+		return ENOMEM;
+	at = log->xtail;
+	if (n > 1) {
+		err = arena_take(log, (uint32_t)n * (uint32_t)sizeof(struct ibv_sge), &at);
+		if (err)
+			return err;
+		memcpy(arena_at(log, at), wr->sg_list, (size_t)n * sizeof(struct ibv_sge));
+	}
+	e = slot(log, log->tail);
 	/*
 	 * Receive logs only ever hold receives, so the send fields of every
 	 * slot are still the zeroes calloc() gave them: no memset per post.
@@ -153,8 +260,9 @@ int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 	e->wr_id = wr->wr_id;
 	e->num_sge = (uint16_t)n;
 	e->retired = 0;
-	for (i = 0; i < n; i++)
-		sge[i] = wr->sg_list[i];
+	e->xat = at;
+	if (n == 1)
+		e->sge1 = wr->sg_list[0];
 	log->tail++;
 	return 0;
 }
@@ -246,6 +354,8 @@ void ibckpt_wrlog_unpost(struct ibckpt_wrlog *log, uint32_t n)
 		n = ibckpt_wrlog_count(log);
 	if (n && log->kind == IBCKPT_WRLOG_SQ)
 		log->psn_sum = slot(log, log->tail - n)->psn_start;	/* never sent */
+	if (n)
+		log->xtail = slot(log, log->tail - n)->xat;	/* their records too */
 	log->tail -= n;
 	if (log->kind == IBCKPT_WRLOG_SQ)
 		log->sig_count = log->tail == log->head ? log->head_sig
@@ -386,15 +496,23 @@ int ibckpt_wrlog_post_recv_list(struct ibckpt_wrlog *log, void *real, ibckpt_ven
 const struct ibckpt_wr *ibckpt_wrlog_at(const struct ibckpt_wrlog *log, uint32_t i,
 					const struct ibv_sge **sge, const uint8_t **inline_data)
 {
-	uint32_t idx;
+	const struct ibckpt_wr *e;
+	const uint8_t *rec;
 
 	if (i >= ibckpt_wrlog_count(log))
 		return NULL;
-	idx = (log->head + i) & (log->size - 1);
+	e = slot(log, log->head + i);
+	rec = record_bytes(e) ? arena_at(log, e->xat) : NULL;
 	if (sge)
-		*sge = &log->sge[(size_t)idx * log->max_sge];
+		*sge = e->num_sge > 1 ? (const struct ibv_sge *)rec : &e->sge1;
 	if (inline_data)
-		*inline_data = log->inline_buf ? &log->inline_buf[(size_t)idx * log->max_inline]
-					       : NULL;
-	return &log->wr[idx];
+		*inline_data = e->inline_len ? rec + sge_bytes(e) : NULL;
+	return e;
+}
+
+const uint8_t *ibckpt_wrlog_tso_hdr(const struct ibckpt_wrlog *log, const struct ibckpt_wr *e)
+{
+	if (e->opcode != IBV_WR_TSO || !e->tso.hdr_sz)
+		return NULL;
+	return arena_at(log, e->xat) + sge_bytes(e) + e->inline_len;
 }

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Log of posted-but-not-completed work requests of one send queue, receive
- * queue or SRQ (design principle 3). A fixed ring sized from the queue's
- * capabilities at creation: posting copies the request into the next slot
- * (SGEs and inline payload too, since the application may reuse an inline
- * buffer as soon as post returns), completions retire slots. No allocation
- * after creation, no scan longer than the run of requests a completion
- * retires.
+ * queue or SRQ (design principle 3). Posting copies the request into the
+ * next slot of a ring (SGEs and inline payload too, since the application
+ * may reuse an inline buffer as soon as post returns), completions retire
+ * slots. No scan longer than the run of requests a completion retires.
+ *
+ * Memory follows what is posted, not the queue's depth times its largest
+ * request: a slot holds a request with at most one SGE; the SGEs of a
+ * longer one, inline bytes and a TSO header go to one record in a byte ring
+ * beside it (the "arena"), contiguous, freed in order as the head slot
+ * moves on. Both start small and double when a post finds them full (with
+ * the queue's lock held, moving what is live), the slots up to twice the
+ * queue's depth; a failed allocation is a full queue (ENOMEM).
  *
  * Retirement rules:
  *  - send queue: a successful completion is the oldest signaled request's
@@ -29,7 +35,7 @@
  * completion belongs to is found by bisection, whatever the number of
  * unsignaled requests in between.
  *
- * Locking: the slots, head and tail belong to the queue's lock (posters, the
+ * Locking: the slots, the arena, head and tail belong to the queue's lock (posters, the
  * exact retirements, settling); 'done' is written by pollers, serialized by
  * the lock of the CQ the queue completes to, and read by settle: a
  * single-writer counter, on a cache line of its own (a poller on another
@@ -68,6 +74,7 @@ struct ibckpt_wr {
 			uint16_t mss;
 		} tso;
 	};
+	struct ibv_sge sge1;		/* the SGE of a request with one (num_sge 1) */
 	uint32_t imm_data;		/* network order, as posted */
 	uint32_t send_flags;		/* IBV_SEND_SIGNALED added if sq_sig_all */
 	uint32_t inline_len;		/* bytes copied to the slot's inline area */
@@ -80,16 +87,21 @@ struct ibckpt_wr {
 	};
 	uint32_t remote_srqn;		/* XRC send queue: qp_type.xrc.remote_srqn */
 	uint32_t psn_start;		/* send queue: log's psn_sum before this one */
+	/*
+	 * Its record in the arena (free-running position): SGEs if more than
+	 * one, inline bytes, TSO header, in that order. A request with none has
+	 * the arena's tail at its post, so that the head slot's says where the
+	 * live part of the arena begins.
+	 */
+	uint32_t xat;
 };
 
 struct ibckpt_wrlog {
 	/* What a post reads and writes: its first line. */
 	struct ibckpt_wr *wr;		/* ring of 'size' slots */
-	struct ibv_sge *sge;		/* max_sge per slot */
-	uint8_t *inline_buf;		/* max_inline per slot */
-	uint32_t size;			/* power of two */
-	uint32_t max_sge;
-	uint32_t max_inline;
+	uint8_t *x;			/* the arena: xsize bytes (0 before a first record) */
+	uint32_t size;			/* power of two, up to 'cap' */
+	uint32_t xtail;			/* arena's next free byte (free-running) */
 	uint32_t head;			/* oldest unsettled slot (free-running) */
 	uint32_t tail;			/* next free slot (free-running) */
 	uint32_t sig_count;		/* send queue: signaled requests ever logged */
@@ -104,9 +116,12 @@ struct ibckpt_wrlog {
 	bool psn_lost;
 	bool sq_sig_all;
 	enum ibckpt_wrlog_kind kind;
-	/* Then what settling, TSO and SRQs use. */
-	uint8_t *hdr_buf;		/* send queue with TSO: max_hdr per slot */
-	uint32_t max_hdr;
+	/* Then what growing, settling, TSO and SRQs use. */
+	uint32_t xsize;			/* power of two, or 0 */
+	uint32_t cap;			/* most slots: twice the depth, a power of two */
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t max_hdr;		/* send queue with TSO */
 	uint32_t holes;			/* SRQ: retired slots between head and tail */
 	uint32_t head_sig;		/* of the signaled ones, retired (those before head) */
 	uint32_t settled;		/* of the completions counted, applied to head */
@@ -116,19 +131,33 @@ struct ibckpt_wrlog {
 	atomic_uint done __attribute__((aligned(64)));	/* completions counted, free-running */
 };
 
+/*
+ * The depth the shadow QPs' logs are created for at least (qp.c): send and
+ * receive logs retire lazily, when a post finds the ring full, so a ring of
+ * a shallow queue (ibv_rc_pingpong's depth 1, perftest's 4 ...) would
+ * settle every few posts. Slots are taken as posted: a floor costs nothing
+ * more until requests are outstanding.
+ */
+#define IBCKPT_WRLOG_MIN_DEPTH 32u
+
+static inline uint32_t ibckpt_wrlog_depth(uint32_t max_wr)
+{
+	return max_wr > IBCKPT_WRLOG_MIN_DEPTH ? max_wr : IBCKPT_WRLOG_MIN_DEPTH;
+}
+
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 		      uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, bool sq_sig_all);
 void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log);
 
-/* A send queue that takes TSO requests: room for headers of max_hdr bytes. 0 or ENOMEM. */
+/*
+ * A send queue that takes TSO requests with headers of up to max_hdr bytes
+ * (ibckpt_wrlog_send() copies them: the application may reuse a header
+ * once post returns). Always 0: the room is taken per request.
+ */
 int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr);
 
-/*
- * The newest slot, just logged from the TSO request wr: its header's size,
- * MSS and bytes (the application may reuse the header once post returns).
- * EINVAL if the header does not fit.
- */
-int ibckpt_wrlog_tso(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr);
+/* Bytes the log holds now, slots and arena (what a queue costs). */
+size_t ibckpt_wrlog_bytes(const struct ibckpt_wrlog *log);
 
 /* Slots between head and tail: live ones, and completed ones not settled yet. */
 static inline uint32_t ibckpt_wrlog_count(const struct ibckpt_wrlog *log)
@@ -136,7 +165,11 @@ static inline uint32_t ibckpt_wrlog_count(const struct ibckpt_wrlog *log)
 	return log->tail - log->head;
 }
 
-/* Appends one request; ENOMEM when the ring is full, EINVAL when it does not fit a slot. */
+/*
+ * Appends one request (a TSO request with its header); ENOMEM when the ring
+ * is full (or cannot grow), EINVAL when the request is larger than the
+ * queue's capabilities.
+ */
 int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr);
 int ibckpt_wrlog_recv(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr);
 
@@ -192,30 +225,34 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
 /*
  * ibckpt_wrlog_send() for the common request, inline in the post path: one
  * SGE, no inline data, a ring with room; anything else takes the full
- * version.
+ * version. Not for TSO requests (their header).
  */
-static inline int ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
+static inline __attribute__((always_inline)) int
+ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 {
 	uint32_t idx = log->tail & (log->size - 1);
 
 	if (__builtin_expect(wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
 			     ibckpt_wrlog_count(log) == log->size, 0))
 		return ibckpt_wrlog_send(log, wr);
-	log->sge[(size_t)idx * log->max_sge] = wr->sg_list[0];	/* max_sge >= 1 */
+	log->wr[idx].sge1 = wr->sg_list[0];	/* max_sge >= 1 */
+	log->wr[idx].xat = log->xtail;
 	ibckpt_wrlog_fill_send(log, idx, wr, 0, wr->sg_list[0].length);
 	log->tail++;
 	return 0;
 }
 
 /* The same for a receive. */
-static inline int ibckpt_wrlog_recv_fast(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
+static inline __attribute__((always_inline)) int
+ibckpt_wrlog_recv_fast(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 {
 	uint32_t idx = log->tail & (log->size - 1);
 	struct ibckpt_wr *e = &log->wr[idx];
 
 	if (__builtin_expect(wr->num_sge != 1 || ibckpt_wrlog_count(log) == log->size, 0))
 		return ibckpt_wrlog_recv(log, wr);
-	log->sge[(size_t)idx * log->max_sge] = wr->sg_list[0];
+	e->sge1 = wr->sg_list[0];
+	e->xat = log->xtail;
 	/* Send fields of a receive log's slots stay calloc()'s zeroes. */
 	e->wr_id = wr->wr_id;
 	e->num_sge = 1;

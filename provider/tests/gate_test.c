@@ -83,7 +83,7 @@ static void foreign_gate_refuses(void)
 	ibckpt_gate_make_foreign(&gate);
 	for (i = 0; i < 3; i++) {
 		CHECK_EQ(ibckpt_gate_enter(&gate), EACCES);
-		CHECK(atomic_load(&ibckpt_gate_me.inside) == NULL);	/* not inside */
+		CHECK(atomic_load(&ibckpt_gate_me.inside) == IBCKPT_GATE_IDLE);	/* not inside */
 	}
 	CHECK_EQ(atomic_load(&gate.closed), IBCKPT_GATE_FOREIGN);
 }

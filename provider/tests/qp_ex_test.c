@@ -11,15 +11,16 @@
 #define UNIT_SUITE "provider/qp_ex"
 #include "../../tests/unit/unit.h"
 
-bool ibckpt_debug;
+bool ibckpt_debug, ibckpt_stats_on;
 
 /* The recorder standing in for ibckpt_post_send(). */
 static struct {
 	int calls;
 	int n;
-	struct ibv_send_wr wr[8];
-	struct ibv_sge sge[8][2];
-	char inl[8][32];
+	struct ibv_send_wr wr[64];
+	struct ibv_sge sge[64][2];
+	char inl[64][32];
+	uint8_t hdr[64][8];
 	int ret;
 	int staged;
 } posted;
@@ -30,13 +31,15 @@ int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 
 	(void)qp;
 	posted.calls++;
-	for (posted.n = 0; wr && posted.n < 8; wr = wr->next, posted.n++) {
+	for (posted.n = 0; wr && posted.n < 64; wr = wr->next, posted.n++) {
 		posted.wr[posted.n] = *wr;
 		for (i = 0; i < wr->num_sge && i < 2; i++)
 			posted.sge[posted.n][i] = wr->sg_list[i];
 		if (wr->send_flags & IBV_SEND_INLINE)
 			memcpy(posted.inl[posted.n], (void *)(uintptr_t)wr->sg_list[0].addr,
 			       wr->sg_list[0].length);
+		if (wr->opcode == IBV_WR_TSO && wr->tso.hdr_sz >= 8)
+			memcpy(posted.hdr[posted.n], wr->tso.hdr, 8);
 	}
 	CHECK(wr == NULL);	/* the list ends */
 	*bad = NULL;
@@ -258,6 +261,80 @@ static void tso_is_staged(void)
 	ibckpt_qpx_free(qp->qpx);
 }
 
+/*
+ * The staging takes what a batch needs, not the send queue's depth times
+ * its largest request (review #9): a QP of mlx5's size stages little until
+ * a batch is long, and a long batch with SGE lists, inline data and TSO
+ * headers comes out as built while the staging grows under it.
+ */
+static void staging_grows_with_the_batch(void)
+{
+	static struct ibckpt_qp qp;
+	struct ibv_qp_cap cap = { .max_send_wr = 16384, .max_send_sge = 30,
+				  .max_inline_data = 256 };
+	struct ibv_qp_ex *x = &qp.vqp.qp_ex;
+	struct ibv_sge two[2];
+	uint8_t hdr[40];
+	char data[24];
+	size_t before;
+	int i;
+
+	memset(&qp, 0, sizeof(qp));
+	memset(&posted, 0, sizeof(posted));
+	CHECK_EQ(ibckpt_qpx_init(&qp, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO, &cap, 64), 0);
+	before = ibckpt_qpx_bytes(qp.qpx);
+	CHECK(before <= 64 * 1024);	/* before: 16,384 x (128 + 480 + 256 + 64) */
+	ibv_wr_start(x);
+	for (i = 0; i < 60; i++) {
+		x->wr_id = (uint64_t)i;
+		switch (i % 3) {
+		case 0:
+			ibv_wr_send(x);
+			two[0] = (struct ibv_sge){ .addr = 0x1000u + i, .length = 8, .lkey = i };
+			two[1] = (struct ibv_sge){ .addr = 0x2000u + i, .length = 8, .lkey = i + 1 };
+			ibv_wr_set_sge_list(x, 2, two);
+			break;
+		case 1:
+			ibv_wr_send(x);
+			memset(data, 'a' + i % 26, sizeof(data));
+			ibv_wr_set_inline_data(x, data, sizeof(data));
+			memset(data, 0, sizeof(data));		/* copied when set */
+			break;
+		default:
+			memset(hdr, i, sizeof(hdr));
+			ibv_wr_send_tso(x, hdr, sizeof(hdr), 1448);
+			ibv_wr_set_sge(x, 7, 0x3000u + i, 9000);
+			memset(hdr, 0, sizeof(hdr));
+			break;
+		}
+	}
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(posted.n, 60);
+	for (i = 0; i < 60; i++) {
+		CHECK_EQ(posted.wr[i].wr_id, (uint64_t)i);
+		switch (i % 3) {
+		case 0:
+			CHECK_EQ(posted.wr[i].num_sge, 2);
+			CHECK_EQ(posted.sge[i][1].addr, 0x2000u + i);
+			CHECK_EQ(posted.sge[i][1].lkey, (uint32_t)i + 1);
+			break;
+		case 1:
+			CHECK(posted.wr[i].send_flags & IBV_SEND_INLINE);
+			CHECK_EQ(posted.wr[i].sg_list[0].length, 24);
+			CHECK_EQ(posted.inl[i][23], 'a' + i % 26);
+			break;
+		default:
+			CHECK_EQ(posted.wr[i].opcode, IBV_WR_TSO);
+			CHECK_EQ(posted.hdr[i][7], (uint8_t)i);
+			CHECK_EQ(posted.sge[i][0].addr, 0x3000u + i);
+			break;
+		}
+	}
+	CHECK(ibckpt_qpx_bytes(qp.qpx) > before);
+	CHECK(ibckpt_qpx_bytes(qp.qpx) <= before + 2 * 60 * (128 + 480 + 256 + 64));
+	ibckpt_qpx_free(qp.qpx);
+}
+
 int main(void)
 {
 	RUN(only_what_maps_onto_a_send_wr);
@@ -266,5 +343,6 @@ int main(void)
 	RUN(xrc_srqn_is_posted);
 	RUN(atomic_write_is_staged);
 	RUN(tso_is_staged);
+	RUN(staging_grows_with_the_batch);
 	return unit_done();
 }

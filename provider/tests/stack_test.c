@@ -1653,10 +1653,12 @@ static void ids_skip_live_ones(void)
  */
 static void posts_leave_the_requests_alone(void)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	/* the logs of a QP granted 4 requests hold 64 (IBCKPT_WRLOG_MIN_DEPTH) */
+	enum { CUT = 64, N = CUT + 2 };
+	size_t pg = 4 * (size_t)sysconf(_SC_PAGESIZE);
 	struct ibv_send_wr *wr = mmap(NULL, pg, PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *bad = NULL;
-	struct ibv_sge *sge = (struct ibv_sge *)(wr + 11);
+	struct ibv_sge *sge = (struct ibv_sge *)(wr + N + 1);
 	struct ibv_ah_attr aa = { .dlid = 5, .port_num = 1 };
 	struct ibv_qp *ud, *rc;
 	struct ibv_cq *cq;
@@ -1674,7 +1676,7 @@ static void posts_leave_the_requests_alone(void)
 	ah = ibckpt_create_ah(&pd.ibv_pd, &aa);
 	CHECK(ah != NULL);
 	*sge = (struct ibv_sge){ .addr = 0x1000, .length = 8, .lkey = 3 };
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < N; i++)
 		wr[i] = (struct ibv_send_wr){ .wr_id = (uint64_t)i, .sg_list = sge, .num_sge = 1,
 					      .opcode = IBV_WR_SEND, .next = &wr[i + 1],
 					      .wr.ud = { .ah = ah, .remote_qpn = 5, .remote_qkey = 7 } };
@@ -1684,35 +1686,35 @@ static void posts_leave_the_requests_alone(void)
 	CHECK(v.send.wr.ud.ah == to_iah(ah)->real);
 	CHECK_EQ(v.send.wr_id, 0);
 
-	rc = send_qp(cq, IBV_QPT_RC, 0);		/* 4 granted: the log holds 8 */
+	rc = send_qp(cq, IBV_QPT_RC, 0);
 	CHECK_EQ(mprotect(wr, pg, PROT_READ | PROT_WRITE), 0);
 	wr[1].next = &wr[2];
-	wr[9].next = NULL;
+	wr[N - 1].next = NULL;
 	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
 	v.norder = 0;
 	CHECK_EQ(ibckpt_post_send(rc, wr, &bad), ENOMEM);
-	CHECK(bad == &wr[8]);
-	CHECK_EQ(v.norder, 8);				/* the first eight reached the vendor */
-	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->sq), 8);
-	CHECK(wr[7].next == &wr[8]);
+	CHECK(bad == &wr[CUT]);
+	CHECK_EQ(v.norder, CUT);			/* the first ones reached the vendor */
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->sq), CUT);
+	CHECK(wr[CUT - 1].next == &wr[CUT]);
 
 	/* a receive list longer than the log: the same */
-	struct ibv_recv_wr *rl = (struct ibv_recv_wr *)(wr + 14);
+	struct ibv_recv_wr *rl = (struct ibv_recv_wr *)(wr + N + 4);
 
-	CHECK((char *)(rl + 10) <= (char *)wr + pg);
+	CHECK((char *)(rl + N) <= (char *)wr + pg);
 	CHECK_EQ(mprotect(wr, pg, PROT_READ | PROT_WRITE), 0);
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < N; i++)
 		rl[i] = (struct ibv_recv_wr){ .wr_id = 60 + (uint64_t)i, .sg_list = sge,
-					      .num_sge = 1, .next = i < 9 ? &rl[i + 1] : NULL };
+					      .num_sge = 1, .next = i < N - 1 ? &rl[i + 1] : NULL };
 	CHECK_EQ(mprotect(wr, pg, PROT_READ), 0);
 	v.recv_posts = 0;
 	CHECK_EQ(ibckpt_post_recv(rc, rl, (struct ibv_recv_wr **)&bad), ENOMEM);
-	CHECK((void *)bad == (void *)&rl[8]);
-	CHECK_EQ(v.recv_posts, 8);
-	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->rq), 8);
+	CHECK((void *)bad == (void *)&rl[CUT]);
+	CHECK_EQ(v.recv_posts, CUT);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(rc)->rq), CUT);
 
 	/* XRC SRQ receives reach the vendor tagged; the application's keep their wr_id */
-	struct ibv_recv_wr *rwr = (struct ibv_recv_wr *)(wr + 12), *rbad;
+	struct ibv_recv_wr *rwr = (struct ibv_recv_wr *)(wr + N + 2), *rbad;
 	struct ibv_xrcd *x = open_xrcd();
 	struct ibv_srq *srq = xsrq(x, cq, NULL);
 
@@ -1769,7 +1771,7 @@ static void new_objects_avoid_virtual_ids(void)
 	ctx->ident = calloc(1, sizeof(*ctx->ident));
 	CHECK(ctx->ident != NULL);
 	ctx->ident->vdev = 0xd;
-	ctx->remapped = true;
+	ibckpt_ctx_set_remapped(ctx);
 	CHECK_EQ(ibckpt_remap_set(job, 4), 0);
 	/* the context's own restored QP is virtual 0x68 (real 0x90) */
 	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpns, 0x68, 0x90, &own, &gen), 0);
@@ -1922,6 +1924,43 @@ static void failed_completion_finds_its_queue(void)
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(scq), 0);
 	CHECK_EQ(ibckpt_destroy_cq(rcq), 0);
+	app_fini();
+}
+
+/*
+ * IBCKPT_STATS counts through the counting ops set over the verbs; the
+ * verbs themselves count nothing (the data path pays no test for it).
+ */
+static void stats_only_through_the_counting_ops(void)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc[4];
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	CHECK(cq != NULL);
+	q = rc_qp(cq, cq);
+	post_both(q, 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(atomic_load(&ctx->stats.post_send) + atomic_load(&ctx->stats.post_recv) +
+		 atomic_load(&ctx->stats.poll_cq), 0);
+	CHECK_EQ(ibckpt_counted_ops.post_send(q, &swr, &sbad), 0);
+	CHECK_EQ(ibckpt_counted_ops.post_recv(q, &rwr, &rbad), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND, .qp_num = q->qp_num };
+	CHECK_EQ(ibckpt_counted_ops.poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(ibckpt_counted_ops.poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(atomic_load(&ctx->stats.post_send), 1);
+	CHECK_EQ(atomic_load(&ctx->stats.post_recv), 1);
+	CHECK_EQ(atomic_load(&ctx->stats.poll_cq), 2);
+	CHECK_EQ(atomic_load(&ctx->stats.wc), 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);	/* the counted ops did post */
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
 	app_fini();
 }
 
@@ -2277,7 +2316,7 @@ static void invalidated_keys_are_translated(void)
 	cq = app_cq(NULL, NULL);
 	q = send_qp(cq, IBV_QPT_RC, 0);
 	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
-	ctx->remapped = true;
+	ibckpt_ctx_set_remapped(ctx);
 	to_iqp(q)->rel.peer_vdev = 0xd;
 	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
 	CHECK_EQ(v.send.invalidate_rkey, 0x777);
@@ -2407,7 +2446,7 @@ static void ud_source_is_translated(void)
 	v.nids = 0;
 	CHECK_EQ(ibckpt_remap_set(job, 3), 0);
 	CHECK_EQ(ibckpt_addrs_map_lid(&ctx->addrs, 5, 9), 0);
-	ctx->remapped = true;
+	ibckpt_ctx_set_remapped(ctx);
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_RECV, .qp_num = 0x66,
 					   .src_qp = 0x99, .slid = 9 };
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_RECV, .qp_num = 0x66,
@@ -2707,6 +2746,7 @@ int main(void)
 	RUN(ids_skip_live_ones);
 	RUN(posts_leave_the_requests_alone);
 	RUN(failed_completion_finds_its_queue);
+	RUN(stats_only_through_the_counting_ops);
 	RUN(drain_takes_everything);
 	RUN(drain_after_a_spill);
 	RUN(poll_after_a_spill);
