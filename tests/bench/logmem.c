@@ -91,8 +91,11 @@ int main(void)
 		uint32_t depth = s->send < s->recv ? s->send : s->recv;
 
 		memset(&qp, 0, sizeof(qp));
-		if (ibckpt_wrlog_init(&sq, IBCKPT_WRLOG_SQ, s->send, s->sge, s->inl, false) ||
-		    ibckpt_wrlog_init(&rq, IBCKPT_WRLOG_RQ, s->recv, s->sge, 0, false) ||
+		/* as qp.c creates them */
+		if (ibckpt_wrlog_init(&sq, IBCKPT_WRLOG_SQ, ibckpt_wrlog_depth(s->send), s->sge,
+				      s->inl, false) ||
+		    ibckpt_wrlog_init(&rq, IBCKPT_WRLOG_RQ, ibckpt_wrlog_depth(s->recv), s->sge, 0,
+				      false) ||
 		    ibckpt_qpx_init(&qp, IBV_QP_EX_WITH_SEND, &cap, 0))
 			return 1;
 		staging = ibckpt_qpx_bytes(qp.qpx);
