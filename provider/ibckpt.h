@@ -251,7 +251,6 @@ struct ibckpt_qpx {
 	uint8_t *inl;				/* max_inline bytes per slot */
 	uint8_t *hdr;				/* TSO: max_hdr bytes per slot */
 	uint32_t n, alloc, max, max_sge, max_inline, max_hdr;
-	uint32_t atomic_writes;			/* of the n */
 	int err;				/* first error since wr_start */
 	struct ibv_send_wr scratch;		/* absorbs setters after an error */
 	struct ibv_sge scratch_sge;
@@ -560,8 +559,8 @@ int ibckpt_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int ibckpt_destroy_qp(struct ibv_qp *qp);
 int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
-			    struct ibv_send_wr **bad);
+void ibckpt_send_wr_real(struct ibckpt_qp *qp, const struct ibv_send_wr *src,
+			 struct ibv_send_wr *c, struct ibv_sge *s);
 int ibckpt_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
@@ -573,6 +572,8 @@ int ibckpt_qpx_init(struct ibckpt_qp *qp, uint64_t flags, const struct ibv_qp_ca
 void ibckpt_qpx_free(struct ibckpt_qpx *s);
 /* Bytes the staging holds now. */
 size_t ibckpt_qpx_bytes(const struct ibckpt_qpx *s);
+/* qp_ex_post.c: a batch to the vendor's ibv_wr_* API, whole or not at all */
+int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
 struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq *cq,

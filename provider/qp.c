@@ -597,8 +597,12 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	if (__builtin_expect(ret != 0, 0))
 		return post_send_refused(wr, bad, ret);
 	ibckpt_spin_lock(&qp->sq_lock);
+	/*
+	 * Opcodes from IBV_WR_BIND_MW up (window binds, TSO, SEND_WITH_INV,
+	 * atomic write, driver ones) take the general path: one compare.
+	 */
 	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
-			     wr->opcode == IBV_WR_BIND_MW, 0)) {
+			     (unsigned int)wr->opcode >= IBV_WR_BIND_MW, 0)) {
 		ret = post_send_general(qp, wr, bad);
 	} else {
 		/* One request naming no shadow: most posts. */
@@ -614,88 +618,6 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_gate_exit(g);
-	return ret;
-}
-
-/*
- * Atomic writes staged by ibv_wr_atomic_write() (qp_ex.c), their 8 bytes in
- * wr.atomic.swap: ibv_post_send() has no agreed form for them (rxe's ignores
- * their address), so they go to the vendor's own ibv_wr_* API, logged like
- * any send. Its ibv_wr_complete() posts all of them or none.
- */
-static int post_atomic_writes(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
-			      struct ibv_send_wr **bad)
-{
-	struct ibv_qp_ex *vx = ibv_qp_to_qp_ex(qp->real);
-	struct ibv_send_wr *w;
-	uint32_t logged = 0;
-	int ret = 0;
-
-	if (!vx || !vx->wr_atomic_write)
-		ret = EOPNOTSUPP;
-	for (w = wr; w && !ret; w = w->next) {
-		ret = ibckpt_wrlog_send(&qp->sq, w);
-		logged += !ret;
-	}
-	if (!ret) {
-		ibv_wr_start(vx);
-		for (w = wr; w; w = w->next) {
-			vx->wr_id = w->wr_id;
-			vx->wr_flags = w->send_flags;
-			ibv_wr_atomic_write(vx, w->wr.rdma.rkey, w->wr.rdma.remote_addr,
-					    &w->wr.atomic.swap);
-		}
-		ret = ibv_wr_complete(vx);
-	}
-	if (ret) {
-		ibckpt_wrlog_unpost(&qp->sq, logged);
-		*bad = wr;
-	}
-	return ret;
-}
-
-/**
- * ibckpt_post_send_staged() - post an ibv_wr_* batch holding atomic writes
- * @qp: the shadow QP
- * @wr: the batch (qp_ex.c's staging)
- * @bad: set to the first request not posted
- *
- * Runs of atomic writes go to the vendor's ibv_wr_* API, the runs between
- * them through the ibv_post_send() path, in order, under the send queue's
- * lock: as one post does, an error leaves the runs before it posted.
- * Return: 0 or the first error.
- */
-int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
-			    struct ibv_send_wr **bad)
-{
-	struct ibckpt_context *ctx = qp->ctx;
-	struct ibv_send_wr *end, *last;
-	int ret = 0;
-
-	ret = ibckpt_gate_enter(&ctx->gate);
-	if (ret) {
-		*bad = wr;
-		return ret;
-	}
-	ibckpt_spin_lock(&qp->sq_lock);
-	while (wr && !ret) {
-		bool aw = wr->opcode == IBV_WR_ATOMIC_WRITE;
-
-		for (last = wr; last->next && (last->next->opcode == IBV_WR_ATOMIC_WRITE) == aw;)
-			last = last->next;
-		end = last->next;
-		last->next = NULL;
-		if (__builtin_expect(ctx->remapped, 0))	/* restarted: translated (restart.h) */
-			ret = aw ? EOPNOTSUPP : post_send_xlate(qp, wr, bad);
-		else
-			ret = aw ? post_atomic_writes(qp, wr, bad) : post_send_list(qp, wr, bad);
-		if (ret && aw && ctx->remapped)
-			*bad = wr;
-		last->next = end;
-		wr = end;
-	}
-	ibckpt_spin_unlock(&qp->sq_lock);
-	ibckpt_gate_exit(&ctx->gate);
 	return ret;
 }
 
@@ -873,30 +795,44 @@ static bool wr_has_rkey(enum ibv_wr_opcode op)
 	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-/*
- * One send request, as the application names things (shadow AH, virtual
- * keys and QPNs), posted as a translated copy: lkeys to this context's new
- * ones, the remote key and UD destination QPN to the peer device's.
+/**
+ * ibckpt_send_wr_real() - a send request in the vendor's terms
+ * @qp: the shadow QP it is posted on (its send queue's lock held)
+ * @src: the request as the application names things: shadow AH, window
+ *	and MR; after a restart virtual keys and QPNs
+ * @c: set to a copy, alone (next NULL): the vendor's AH, window and MR,
+ *	and in a remapped context lkeys to this context's new ones, the remote
+ *	key and UD destination QPN to the peer device's
+ * @s: room for @src's SGEs (a remapped context's copy points here)
  */
-static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
+void ibckpt_send_wr_real(struct ibckpt_qp *qp, const struct ibv_send_wr *src,
+			 struct ibv_send_wr *c, struct ibv_sge *s)
 {
-	struct ibv_sge s[src->num_sge > 0 ? src->num_sge : 1];
-	struct ibv_send_wr c = *src, *rbad;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	uint32_t r;
 
-	c.next = NULL;
-	c.sg_list = s;
+	*c = *src;
+	c->next = NULL;
+	if (ud) {
+		c->wr.ud.ah = to_iah(src->wr.ud.ah)->real;
+	} else if (src->opcode == IBV_WR_BIND_MW) {
+		c->bind_mw.mw = to_imw(src->bind_mw.mw)->real;
+		if (src->bind_mw.bind_info.mr)
+			c->bind_mw.bind_info.mr = to_imr(src->bind_mw.bind_info.mr)->real;
+	}
+	if (!qp->ctx->remapped)
+		return;
+	c->sg_list = s;
 	ibckpt_sge_to_real(qp->ctx, s, src->sg_list, src->num_sge);
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+	if (ud) {
 		struct ibckpt_ah *ah = to_iah(src->wr.ud.ah);
 
-		c.wr.ud.ah = ah->real;
 		if (ibckpt_remap_find(IBCKPT_ID_QPN, ah->peer_vdev, src->wr.ud.remote_qpn, &r))
-			c.wr.ud.remote_qpn = r;
+			c->wr.ud.remote_qpn = r;
 	} else if (wr_has_rkey(src->opcode)) {
 		bool atomic = src->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			      src->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-		uint32_t *rkey = atomic ? &c.wr.atomic.rkey : &c.wr.rdma.rkey;
+		uint32_t *rkey = atomic ? &c->wr.atomic.rkey : &c->wr.rdma.rkey;
 
 		if (ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, *rkey, &r))
 			*rkey = r;
@@ -904,10 +840,19 @@ static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
 	/* the key to invalidate: the peer's (SEND_WITH_INV) or one of ours (LOCAL_INV) */
 	if (src->opcode == IBV_WR_SEND_WITH_INV &&
 	    ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, src->invalidate_rkey, &r))
-		c.invalidate_rkey = r;
+		c->invalidate_rkey = r;
 	else if (src->opcode == IBV_WR_LOCAL_INV &&
 		 (r = ibckpt_key_real(qp->ctx, &qp->ctx->rkeys, src->invalidate_rkey, 0)) != 0)
-		c.invalidate_rkey = r;
+		c->invalidate_rkey = r;
+}
+
+/* One send request of a remapped context, posted as a translated copy. */
+static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
+{
+	struct ibv_sge s[src->num_sge > 0 ? src->num_sge : 1];
+	struct ibv_send_wr c, *rbad;
+
+	ibckpt_send_wr_real(qp, src, &c, s);
 	return ibv_post_send(qp->real, &c, &rbad);
 }
 

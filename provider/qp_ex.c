@@ -6,18 +6,17 @@
  * The shadow's ibv_qp_ex builds ordinary work requests in a staging area that
  * grows with the batch, up to the send queue's depth (it starts small: a
  * deep queue with many SGEs would otherwise cost megabytes to stage what is
- * mostly one request at a time); ibv_wr_complete() posts the list through
- * ibckpt_post_send(), so that the requests are logged, translated and gated
- * exactly like ibv_post_send()'s. The vendor's QP is created with the same
- * send_ops_flags, so it accepts or refuses them as without ibckpt, but its
- * own ibv_wr_* functions are never called.
+ * mostly one request at a time); ibv_wr_complete() hands the list to
+ * ibckpt_qpx_post() (qp_ex_post.c), which logs it, gated like any post, and
+ * gives it to the vendor's own ibv_wr_* API: all of it or none. The
+ * vendor's QP is created with the same send_ops_flags, so it accepts or
+ * refuses them as without ibckpt.
  *
  * Inline data is copied into the staging area when it is set, as the API
  * allows the caller to reuse its buffer at once. Errors while building (too
  * many requests, SGEs or inline bytes, an unsupported setter) are kept and
- * returned by ibv_wr_complete(), which then posts nothing. A vendor error
- * in the post itself may leave the requests before the failing one posted,
- * as ibv_post_send() does; they complete normally.
+ * returned by ibv_wr_complete(), which then posts nothing; so does an
+ * error of the log or of the vendor.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,8 +26,7 @@
 /*
  * What maps onto struct ibv_send_wr (TSO too: its header copied into the
  * staging area), and atomic write (staged with its 8 bytes in
- * wr.atomic.swap, posted through the vendor's ibv_wr_* API: see
- * ibckpt_post_send_staged()).
+ * wr.atomic.swap, which ibv_post_send() has no agreed form for).
  */
 #define IBCKPT_SEND_OPS							\
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
@@ -76,6 +74,9 @@ static void *grow(void *p, size_t n, size_t size, size_t old_n, bool *ok)
 static bool qpx_grow(struct ibckpt_qpx *s, uint32_t n)
 {
 	size_t sges = s->max_sge ? s->max_sge : 1;
+	/* inline copies: an SGE pointing into the old area (not every SGE of an
+	 * IBV_SEND_INLINE request: wr_flags may say so with the caller's SGE) */
+	uintptr_t old_inl = (uintptr_t)s->inl, inl_len = (uintptr_t)s->alloc * s->max_inline;
 	bool ok = true;
 	uint32_t i;
 
@@ -88,8 +89,8 @@ static bool qpx_grow(struct ibckpt_qpx *s, uint32_t n)
 
 		w->next = i + 1 < s->n ? &s->wr[i + 1] : NULL;
 		w->sg_list = &s->sge[(size_t)i * sges];
-		if (w->send_flags & IBV_SEND_INLINE)
-			w->sg_list[0].addr = (uintptr_t)&s->inl[(size_t)i * s->max_inline];
+		if (w->num_sge && w->sg_list[0].addr - old_inl < inl_len)
+			w->sg_list[0].addr = (uintptr_t)s->inl + (w->sg_list[0].addr - old_inl);
 		if (w->opcode == IBV_WR_TSO && w->tso.hdr_sz)
 			w->tso.hdr = &s->hdr[(size_t)i * s->max_hdr];
 	}
@@ -218,8 +219,6 @@ static void qpx_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote
 	w->wr.rdma.rkey = rkey;
 	w->wr.rdma.remote_addr = remote_addr;
 	memcpy(&w->wr.atomic.swap, atomic_wr, sizeof(w->wr.atomic.swap));
-	if (w != &to_iqp_ex(x)->qpx->scratch)
-		to_iqp_ex(x)->qpx->atomic_writes++;
 }
 
 static void qpx_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
@@ -317,25 +316,21 @@ static void qpx_start(struct ibv_qp_ex *x)
 
 	s->n = 0;
 	s->err = 0;
-	s->atomic_writes = 0;
 }
 
 static int qpx_complete(struct ibv_qp_ex *x)
 {
 	struct ibckpt_qp *qp = to_iqp_ex(x);
 	struct ibckpt_qpx *s = qp->qpx;
-	struct ibv_send_wr *bad;
 	int ret = s->err;
 
 	if (!ret && s->n) {
 		IBCKPT_COUNT(qp->ctx, post_send, 1);
 		s->wr[s->n - 1].next = NULL;
-		ret = s->atomic_writes ? ibckpt_post_send_staged(qp, s->wr, &bad)
-				       : ibckpt_post_send(&qp->vqp.qp, s->wr, &bad);
+		ret = ibckpt_qpx_post(qp, s->wr);
 	}
 	s->n = 0;
 	s->err = 0;
-	s->atomic_writes = 0;
 	return ret;
 }
 

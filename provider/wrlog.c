@@ -127,6 +127,8 @@ static bool grow_arena(struct ibckpt_wrlog *log, uint32_t need)
 		return false;
 	while (n < used + need)
 		n <<= 1;
+	if (n > (1u << 30))	/* twice an arena of 2^30 */
+		return false;
 	x = malloc(n);
 	if (!x)
 		return false;
@@ -188,18 +190,20 @@ int ibckpt_wrlog_send(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 {
 	const struct ibv_sge *src = wr->sg_list;
 	bool tso = wr->opcode == IBV_WR_TSO;
-	uint32_t idx, len = 0, inl = 0, hdr = tso ? wr->tso.hdr_sz : 0, sgeb, at;
+	uint32_t idx, len, inl = 0, hdr = tso ? wr->tso.hdr_sz : 0, sgeb, at;
 	struct ibckpt_wr *e;
+	uint64_t sum = 0;	/* SGE lengths may add up past 32 bits */
 	uint8_t *dst;
 	int i, n = wr->num_sge, err;
 
 	if (n < 0 || (uint32_t)n > log->max_sge || hdr > log->max_hdr)
 		return EINVAL;
 	for (i = 0; i < n; i++)
-		len += src[i].length;
+		sum += src[i].length;
+	len = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* The payload is the data now, not the buffer later. */
-		if (len > log->max_inline)
+		if (sum > log->max_inline)
 			return EINVAL;
 		inl = len;
 	}

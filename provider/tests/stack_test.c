@@ -58,12 +58,16 @@ static struct {
 	int ncqe;
 	int destroyed;
 	int fail;			/* errno for the next create, 0: succeed */
-	char order[16];			/* 's': a post_send, 'a': a wr_* atomic write */
+	char order[16];			/* 's': a send, 'a': an atomic write, as posted */
 	int norder;
 	uint64_t aw_val[4], aw_wr_id[4];
 	uint32_t aw_rkey[4];
 	int naw, aw_batch;		/* atomic writes completed / in the open batch */
 	int wr_fail;			/* errno for the next wr_complete */
+	char xo[16];			/* the open wr_* batch: 's' a send, 'a' an atomic write */
+	int xn;
+	uint64_t x_wr_id;		/* the batch's last request */
+	struct ibv_sge x_sge;		/* ... and its first SGE */
 	struct ibv_ah_attr ah_attr;	/* last create_ah's */
 	struct ibv_qp_attr qp_attr_set;	/* last modify_qp's */
 	int cq_cap;			/* the most CQ entries the vendor grants, 0: any */
@@ -145,11 +149,26 @@ static int fake_post_srq_recv(struct ibv_srq *s, struct ibv_recv_wr *wr, struct 
 	return 0;
 }
 
-/* The vendor's own ibv_wr_* API: only atomic writes are asked of it. */
+/* The vendor's own ibv_wr_* API: a batch is posted whole at wr_complete, or not at all. */
 static void fake_wr_start(struct ibv_qp_ex *x)
 {
 	(void)x;
 	v.aw_batch = 0;
+	v.xn = 0;
+}
+
+static void fake_wr_send(struct ibv_qp_ex *x)
+{
+	v.x_wr_id = x->wr_id;
+	if (v.xn < 16)
+		v.xo[v.xn++] = 's';
+}
+
+static void fake_wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sge)
+{
+	(void)x;
+	if (n)
+		v.x_sge = sge[0];
 }
 
 static void fake_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
@@ -164,6 +183,8 @@ static void fake_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t ad
 	v.aw_wr_id[i] = x->wr_id;
 	v.aw_rkey[i] = rkey;
 	memcpy(&v.aw_val[i], data, 8);
+	if (v.xn < 16)
+		v.xo[v.xn++] = 'a';
 }
 
 static int fake_wr_complete(struct ibv_qp_ex *x)
@@ -173,8 +194,8 @@ static int fake_wr_complete(struct ibv_qp_ex *x)
 	(void)x;
 	if (v.wr_fail)
 		return v.wr_fail;	/* nothing posted */
-	for (i = 0; i < v.aw_batch; i++)
-		v.order[v.norder++ % 16] = 'a';
+	for (i = 0; i < v.xn; i++)
+		v.order[v.norder++ % 16] = v.xo[i];
 	v.naw += v.aw_batch;
 	return 0;
 }
@@ -190,6 +211,8 @@ static struct ibv_qp *fake_qp(struct ibv_context *c, enum ibv_qp_type type, uint
 	q->state = IBV_QPS_RESET;
 	vq->comp_mask = VERBS_QP_EX;
 	vq->qp_ex.wr_start = fake_wr_start;
+	vq->qp_ex.wr_send = fake_wr_send;
+	vq->qp_ex.wr_set_sge_list = fake_wr_set_sge_list;
 	vq->qp_ex.wr_atomic_write = fake_wr_atomic_write;
 	vq->qp_ex.wr_complete = fake_wr_complete;
 	return q;
@@ -213,7 +236,7 @@ static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 	}
 	v.qp_attr = *a;
 	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
-	a->cap.max_send_sge = 1;
+	a->cap.max_send_sge = a->cap.max_send_sge > 1 ? 4 : 1;
 	q = fake_qp(c, a->qp_type, vendor_id(a->qp_type == IBV_QPT_XRC_RECV ? 0x77 : 0x66));
 	q->qp_context = a->qp_context;
 	return q;
@@ -1074,9 +1097,9 @@ static void snapshot_names_xrc(void)
 }
 
 /*
- * ibv_wr_atomic_write() has no ibv_post_send() form: the atomic writes of a
- * batch reach the vendor's own ibv_wr_* API, the rest ibv_post_send(), in
- * the batch's order, all logged; a refused run is forgotten again.
+ * ibv_wr_atomic_write() has no ibv_post_send() form: a batch with atomic
+ * writes reaches the vendor's own ibv_wr_* API like any other, in the
+ * batch's order, all logged; a refused batch is forgotten again.
  */
 static void atomic_writes_reach_the_vendor_api(void)
 {
@@ -1135,6 +1158,50 @@ static void atomic_writes_reach_the_vendor_api(void)
 	CHECK_EQ(v.naw, 2);
 	v.wr_fail = 0;
 
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/*
+ * ibv_wr_complete() posts the whole batch or none of it (review finding
+ * provider #12: a vendor error in the middle left the requests before it
+ * posted and still returned the error): a vendor that refuses the batch
+ * leaves nothing posted and nothing logged.
+ */
+static void wr_complete_posts_all_or_none(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND);
+	struct ibv_qp_ex *x = &to_iqp(q)->vqp.qp_ex;
+	int i;
+
+	v.norder = 0;
+	v.wr_fail = EIO;
+	ibv_wr_start(x);
+	for (i = 0; i < 3; i++) {
+		x->wr_id = 10 + (uint64_t)i;
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, 3, 0x1000, 8);
+	}
+	CHECK_EQ(ibv_wr_complete(x), EIO);
+	CHECK_EQ(v.norder, 0);				/* none posted */
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);	/* none logged */
+	v.wr_fail = 0;
+	ibv_wr_start(x);
+	for (i = 0; i < 3; i++) {
+		x->wr_id = 20 + (uint64_t)i;
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, 3, 0x1000 + (uint64_t)i, 8);
+	}
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK_EQ(v.norder, 3);
+	CHECK(!memcmp(v.order, "sss", 3));
+	CHECK_EQ(v.x_wr_id, 22);
+	CHECK_EQ(v.x_sge.addr, 0x1002);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 3);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
 	app_fini();
@@ -1942,6 +2009,7 @@ static void stats_only_through_the_counting_ops(void)
 	struct ibv_wc wc[4];
 
 	app_init();
+	ibckpt_stats_on = true;		/* as with IBCKPT_STATS: the ops count, not the verbs */
 	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
 	CHECK(cq != NULL);
 	q = rc_qp(cq, cq);
@@ -1959,6 +2027,56 @@ static void stats_only_through_the_counting_ops(void)
 	CHECK_EQ(atomic_load(&ctx->stats.poll_cq), 2);
 	CHECK_EQ(atomic_load(&ctx->stats.wc), 1);
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);	/* the counted ops did post */
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	ibckpt_stats_on = false;
+	app_fini();
+}
+
+/*
+ * A TSO request on a connected QP (not a valid opcode there; a vendor may
+ * still take it) is logged by the full path, its header with it, or
+ * refused: the one-request path would log it without setting the header's
+ * size, which shares the slot with the atomic operands, and a later move
+ * of the log's records would copy that many bytes (a review of the
+ * growing log: an out-of-bounds copy).
+ */
+static void tso_on_a_connected_qp(void)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 4, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+	};
+	struct ibv_sge sge[4] = { { 0x1000, 8, 3 }, { 0x2000, 8, 3 }, { 0x3000, 8, 3 },
+				  { 0x4000, 8, 3 } };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = sge, .num_sge = 1, .opcode = IBV_WR_TSO,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	int i;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	a.send_cq = a.recv_cq = cq;
+	q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	CHECK(q != NULL);
+	w.wr.atomic.swap = 0xfff0;		/* what the slot's header size would read */
+	w.tso.hdr_sz = 0;
+	CHECK_EQ(ibckpt_post_send(q, &w, &bad), 0);	/* no header: logged whole */
+	CHECK_EQ(ibckpt_wrlog_tso_hdr(&to_iqp(q)->sq, ibckpt_wrlog_newest(&to_iqp(q)->sq, 1)),
+		 NULL);
+	w.tso.hdr_sz = 64;			/* the QP takes no header */
+	CHECK_EQ(ibckpt_post_send(q, &w, &bad), EINVAL);
+	CHECK(bad == &w);
+	/* requests with SGE lists: records that make the log's ring grow */
+	w.opcode = IBV_WR_SEND;
+	w.num_sge = 4;
+	for (i = 0; i < 60; i++) {
+		w.wr_id = 10 + (uint64_t)i;
+		CHECK_EQ(ibckpt_post_send(q, &w, &bad), 0);
+	}
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 61);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
 	app_fini();
@@ -2732,6 +2850,7 @@ int main(void)
 	RUN(sends_log_their_srqn);
 	RUN(snapshot_names_xrc);
 	RUN(atomic_writes_reach_the_vendor_api);
+	RUN(wr_complete_posts_all_or_none);
 	RUN(addresses_are_translated);
 	RUN(tso_headers_are_logged);
 	RUN(refusals);
@@ -2747,6 +2866,7 @@ int main(void)
 	RUN(posts_leave_the_requests_alone);
 	RUN(failed_completion_finds_its_queue);
 	RUN(stats_only_through_the_counting_ops);
+	RUN(tso_on_a_connected_qp);
 	RUN(drain_takes_everything);
 	RUN(drain_after_a_spill);
 	RUN(poll_after_a_spill);

@@ -8,6 +8,7 @@
  * max_inline) per log, depth x (128 + 16 x max_sge + max_inline) staged.
  * Runs on the host: the logs need no device.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +17,10 @@
 bool ibckpt_debug, ibckpt_stats_on;
 
 /* The staging's post path is not taken here. */
-int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 {
 	(void)qp;
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
-int ibckpt_post_send_staged(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
-			    struct ibv_send_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
+	(void)wr;
 	return EOPNOTSUPP;
 }
 
