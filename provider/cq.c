@@ -162,6 +162,34 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/*
+ * After a restart completions name real QPNs: each is translated, then
+ * retired, one by one, so that the CQ's last QP translates the run of
+ * completions that follows it, as it retires them, without the context's
+ * table and its lock (a line every poller of the context would write);
+ * only a completion of another QP takes them.
+ */
+static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx,
+						       struct ibckpt_cq *cq,
+						       struct ibv_wc *wc, int n)
+{
+	const struct ibckpt_qp *qp;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		qp = cq->last_qp;	/* one of this CQ's: alive under its lock */
+		if (qp && qp->real && qp->real->qp_num == wc[i].qp_num) {
+			wc[i].qp_num = qp->vqp.qp.qp_num;
+			ibckpt_wc_ud_source(ctx, qp, &wc[i]);
+		} else {
+			ibckpt_spin_lock(&ctx->qpn_lock);
+			ibckpt_wc_to_virtual(ctx, &wc[i], 1);
+			ibckpt_spin_unlock(&ctx->qpn_lock);
+		}
+		ibckpt_qp_retire(ctx, cq, &wc[i]);
+	}
+}
+
 /* Retires what the vendor returned, under the CQ's lock; inside the gate. */
 static inline void retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 				 struct ibv_wc *wc, int n)
@@ -169,9 +197,8 @@ static inline void retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *c
 	int i;
 
 	if (__builtin_expect(ctx->remapped, 0)) {
-		ibckpt_spin_lock(&ctx->qpn_lock);
-		ibckpt_wc_to_virtual(ctx, wc, n);
-		ibckpt_spin_unlock(&ctx->qpn_lock);
+		retire_remapped(ctx, cq, wc, n);
+		return;
 	}
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
@@ -445,11 +472,30 @@ int ibckpt_cq_recreate(struct ibckpt_cq *cq)
 }
 
 /* Completions name the vendor's QPs: the application knows them by their virtual QPNs. */
+/**
+ * ibckpt_wc_ud_source() - a UD receive names its sender as its application knows it
+ * @ctx: the completion's context (remapped)
+ * @qp: the completion's QP, or NULL
+ * @wc: the completion, its QPN already virtual
+ *
+ * The sender's QPN and LID are translated to their virtual ones; any other
+ * completion is left alone. Reads only what a restart writes (gates closed).
+ */
+void ibckpt_wc_ud_source(struct ibckpt_context *ctx, const struct ibckpt_qp *qp,
+			 struct ibv_wc *wc)
+{
+	uint32_t src;
+
+	if (!qp || qp->vqp.qp.qp_type != IBV_QPT_UD || !(wc->opcode & IBV_WC_RECV))
+		return;
+	if (ibckpt_remap_src_qp(wc->src_qp, &src))
+		wc->src_qp = src;
+	wc->slid = ibckpt_lid_to_virtual(&ctx->addrs, wc->slid);
+}
+
 void ibckpt_wc_to_virtual(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
 {
 	const struct ibckpt_vid *v;
-	const struct ibckpt_qp *qp;
-	uint32_t src;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -458,12 +504,6 @@ void ibckpt_wc_to_virtual(struct ibckpt_context *ctx, struct ibv_wc *wc, int n)
 			wc[i].qp_num = v->real;
 		else
 			v = ibckpt_vidmap_find(&ctx->qpns, wc[i].qp_num, 0);	/* new since */
-		qp = v ? v->obj : NULL;
-		/* a UD receive names its sender: the QPN and LID its application knows */
-		if (!qp || qp->vqp.qp.qp_type != IBV_QPT_UD || !(wc[i].opcode & IBV_WC_RECV))
-			continue;
-		if (ibckpt_remap_src_qp(wc[i].src_qp, &src))
-			wc[i].src_qp = src;
-		wc[i].slid = ibckpt_lid_to_virtual(&ctx->addrs, wc[i].slid);
+		ibckpt_wc_ud_source(ctx, v ? v->obj : NULL, &wc[i]);
 	}
 }

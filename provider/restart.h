@@ -121,5 +121,7 @@ struct ibckpt_recv_target {		/* a receive queue, for ibckpt_post_recv_xlate() */
 int ibckpt_post_recv_xlate(void *target, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_repost_recvs(struct ibckpt_wrlog *log, struct ibckpt_recv_target *t);
 void ibckpt_wc_to_virtual(struct ibckpt_context *ctx, struct ibv_wc *wc, int n);
+void ibckpt_wc_ud_source(struct ibckpt_context *ctx, const struct ibckpt_qp *qp,
+			 struct ibv_wc *wc);
 
 #endif

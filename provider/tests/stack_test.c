@@ -2585,6 +2585,65 @@ static void ud_source_is_translated(void)
 	app_fini();
 }
 
+struct remapped_poller {
+	struct ibv_cq *cq;
+	int got;
+	atomic_bool done;
+};
+
+static void *remapped_poll(void *arg)
+{
+	struct remapped_poller *p = arg;
+	struct ibv_wc wc[2];
+
+	p->got = ibckpt_poll_cq(p->cq, 2, wc);
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/*
+ * After a restart the CQ's last QP translates its completions: a poll of
+ * them takes no context-wide lock (issue #14: every poll took the
+ * context's QPN-table lock, a line all pollers of the context wrote). The
+ * test holds that lock while another thread polls.
+ */
+static void remapped_poll_needs_no_context_lock(void)
+{
+	struct remapped_poller p = { 0 };
+	struct ibv_wc wc[2];
+	pthread_t t;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	int i;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	q = rc_qp(cq, cq);
+	ibckpt_ctx_set_remapped(ctx);
+	post_both(q, 1);
+	post_both(q, 2);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND,
+					   .qp_num = to_iqp(q)->real->qp_num };
+	CHECK_EQ(ibckpt_poll_cq(cq, 2, wc), 1);		/* the first: through the table */
+	CHECK_EQ(wc[0].qp_num, q->qp_num);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_SEND,
+					   .qp_num = to_iqp(q)->real->qp_num };
+	ibckpt_spin_lock(&ctx->qpn_lock);
+	p.cq = cq;
+	CHECK_EQ(pthread_create(&t, NULL, remapped_poll, &p), 0);
+	for (i = 0; i < 2000 && !atomic_load(&p.done); i++)
+		usleep(1000);
+	CHECK(atomic_load(&p.done));			/* it did not wait for the lock */
+	ibckpt_spin_unlock(&ctx->qpn_lock);
+	pthread_join(t, NULL);
+	CHECK_EQ(p.got, 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);	/* both sends retired */
+	ctx->remapped = false;
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
 /*
  * query_device_ex does not advertise what ibckpt refuses to stack (issue
  * #14: applications fall back instead of failing), and writes no byte past
@@ -2881,6 +2940,7 @@ int main(void)
 	RUN(release_needs_the_psns);
 	RUN(multicast_groups_come_back);
 	RUN(ud_source_is_translated);
+	RUN(remapped_poll_needs_no_context_lock);
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
 	RUN(fork_while_forwarding);
