@@ -177,8 +177,12 @@ static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx
 	int i;
 
 	for (i = 0; i < n; i++) {
-		qp = cq->last_qp;	/* one of this CQ's: alive under its lock */
-		if (qp && qp->real && qp->real->qp_num == wc[i].qp_num) {
+		/*
+		 * One of this CQ's: the shadow is alive under its lock (the
+		 * vendor's QP may not be: a destroy frees it first).
+		 */
+		qp = cq->last_qp;
+		if (qp && qp->real_qpn == wc[i].qp_num) {
 			wc[i].qp_num = qp->vqp.qp.qp_num;
 			ibckpt_wc_ud_source(ctx, qp, &wc[i]);
 		} else {

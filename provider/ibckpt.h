@@ -281,6 +281,12 @@ struct ibckpt_qp {
 	 * remapped context's translation).
 	 */
 	uint8_t fast;
+	/*
+	 * The vendor's QPN, kept in the shadow: a poller after a restart
+	 * compares completions with it while a destroy may already have freed
+	 * the vendor's QP (cq.c). Written with qp->real (create, recreate).
+	 */
+	uint32_t real_qpn;
 	struct ibckpt_obj obj;
 	/*
 	 * Each queue's lock and log on lines of their own, apart from the

@@ -73,6 +73,7 @@ static void qp_shadow_init(struct ibckpt_qp *qp, struct ibckpt_context *ctx, voi
 	q->qp_context = qp_context;
 	q->handle = qp->real->handle;
 	q->qp_num = qp->real->qp_num;
+	qp->real_qpn = qp->real->qp_num;
 	q->state = qp->real->state;
 	q->qp_type = qp->real->qp_type;
 	q->events_completed = 0;
@@ -1087,6 +1088,7 @@ int ibckpt_qp_recreate(struct ibckpt_qp *qp)
 		return EINVAL;
 	}
 	q->handle = qp->real->handle;
+	qp->real_qpn = qp->real->qp_num;
 	ibckpt_spin_lock(&ctx->qpn_lock);
 	err = ibckpt_vidmap_insert(&ctx->qpn_virt, qp->real->qp_num, q->qp_num, qp,
 				   &qp->rel.qpn_virt_gen);

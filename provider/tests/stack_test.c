@@ -64,8 +64,11 @@ static struct {
 	uint32_t aw_rkey[4];
 	int naw, aw_batch;		/* atomic writes completed / in the open batch */
 	int wr_fail;			/* errno for the next wr_complete */
+	void (*destroyed_qp)(void);	/* run by ibv_destroy_qp() once it freed the QP */
 	char xo[16];			/* the open wr_* batch: 's' a send, 'a' an atomic write */
 	int xn;
+	char xs[32];			/* ... every call: s a r l (ops), x i g (setters) */
+	int xsn;
 	uint64_t x_wr_id;		/* the batch's last request */
 	struct ibv_sge x_sge;		/* ... and its first SGE */
 	struct ibv_ah_attr ah_attr;	/* last create_ah's */
@@ -155,6 +158,14 @@ static void fake_wr_start(struct ibv_qp_ex *x)
 	(void)x;
 	v.aw_batch = 0;
 	v.xn = 0;
+	v.xsn = 0;
+	memset(v.xs, 0, sizeof(v.xs));
+}
+
+static void x_call(char c)
+{
+	if (v.xsn < 31)
+		v.xs[v.xsn++] = c;
 }
 
 static void fake_wr_send(struct ibv_qp_ex *x)
@@ -162,6 +173,41 @@ static void fake_wr_send(struct ibv_qp_ex *x)
 	v.x_wr_id = x->wr_id;
 	if (v.xn < 16)
 		v.xo[v.xn++] = 's';
+	x_call('s');
+}
+
+static void fake_wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
+{
+	(void)rkey;
+	(void)addr;
+	v.x_wr_id = x->wr_id;
+	if (v.xn < 16)
+		v.xo[v.xn++] = 'r';
+	x_call('r');
+}
+
+static void fake_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
+{
+	(void)rkey;
+	v.x_wr_id = x->wr_id;
+	if (v.xn < 16)
+		v.xo[v.xn++] = 'l';
+	x_call('l');
+}
+
+static void fake_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
+{
+	(void)x;
+	(void)srqn;
+	x_call('x');
+}
+
+static void fake_wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t len)
+{
+	(void)x;
+	(void)addr;
+	(void)len;
+	x_call('i');
 }
 
 static void fake_wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sge)
@@ -169,6 +215,7 @@ static void fake_wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv
 	(void)x;
 	if (n)
 		v.x_sge = sge[0];
+	x_call('g');
 }
 
 static void fake_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
@@ -212,6 +259,10 @@ static struct ibv_qp *fake_qp(struct ibv_context *c, enum ibv_qp_type type, uint
 	vq->comp_mask = VERBS_QP_EX;
 	vq->qp_ex.wr_start = fake_wr_start;
 	vq->qp_ex.wr_send = fake_wr_send;
+	vq->qp_ex.wr_rdma_read = fake_wr_rdma_read;
+	vq->qp_ex.wr_local_inv = fake_wr_local_inv;
+	vq->qp_ex.wr_set_xrc_srqn = fake_wr_set_xrc_srqn;
+	vq->qp_ex.wr_set_inline_data = fake_wr_set_inline_data;
 	vq->qp_ex.wr_set_sge_list = fake_wr_set_sge_list;
 	vq->qp_ex.wr_atomic_write = fake_wr_atomic_write;
 	vq->qp_ex.wr_complete = fake_wr_complete;
@@ -678,6 +729,8 @@ int ibv_destroy_qp(struct ibv_qp *q)
 	CHECK(q->context == &vendor.context);
 	free(q);
 	v.destroyed++;
+	if (v.destroyed_qp)
+		v.destroyed_qp();
 	return 0;
 }
 
@@ -798,6 +851,8 @@ static struct ibv_qp *send_qp(struct ibv_cq *cq, enum ibv_qp_type type, uint64_t
 	CHECK(q != NULL);
 	CHECK(v.qp_attr.pd == &vendor_pd);
 	CHECK_EQ(v.qp_attr.send_ops_flags, send_ops_flags);	/* the vendor's QP can */
+	if (q)
+		q->state = IBV_QPS_RTS;	/* as libibverbs' ibv_modify_qp() would leave it */
 	return q;
 }
 
@@ -1201,6 +1256,63 @@ static void wr_complete_posts_all_or_none(void)
 	CHECK(!memcmp(v.order, "sss", 3));
 	CHECK_EQ(v.x_wr_id, 22);
 	CHECK_EQ(v.x_sge.addr, 0x1002);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 3);
+	/*
+	 * Below RTS refused before anything is queued: rxe would queue the
+	 * batch, fail its doorbell, and run it at RTS behind the log's back
+	 * (a review).
+	 */
+	q->state = IBV_QPS_RTR;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 3, 0x1000, 8);
+	CHECK_EQ(ibv_wr_complete(x), EINVAL);
+	CHECK_EQ(v.norder, 3);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 3);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/*
+ * What a batch asks of the vendor's ibv_wr_* API: a local operation on an
+ * XRC send QP gets no target SRQ (its WQE has no such segment: mlx5 would
+ * write over it), and a read flagged inline still gets its SGE, where its
+ * answer lands (a review).
+ */
+static void wr_batch_setters(void)
+{
+	app_init();
+
+	struct ibv_cq *cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_XRC_SEND,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1, .max_inline_data = 16 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = &pd.ibv_pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV |
+				  IBV_QP_EX_WITH_RDMA_READ,
+	};
+	struct ibv_qp *q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	struct ibv_qp_ex *x = &to_iqp(q)->vqp.qp_ex;
+	char buf[8] = "abcdefg";
+
+	q->state = IBV_QPS_RTS;
+
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	ibv_wr_send(x);
+	ibv_wr_set_xrc_srqn(x, 5);
+	ibv_wr_set_inline_data(x, buf, 4);
+	x->wr_id = 2;
+	ibv_wr_local_inv(x, 0x77);
+	x->wr_id = 3;
+	x->wr_flags = IBV_SEND_INLINE;
+	ibv_wr_rdma_read(x, 0x10, 0x2000);
+	ibv_wr_set_xrc_srqn(x, 5);
+	ibv_wr_set_sge(x, 3, (uintptr_t)buf, 4);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK(!strcmp(v.xs, "sxilrxg"));
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 3);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
@@ -2588,6 +2700,7 @@ static void ud_source_is_translated(void)
 struct remapped_poller {
 	struct ibv_cq *cq;
 	int got;
+	struct ibv_wc wc;
 	atomic_bool done;
 };
 
@@ -2597,8 +2710,23 @@ static void *remapped_poll(void *arg)
 	struct ibv_wc wc[2];
 
 	p->got = ibckpt_poll_cq(p->cq, 2, wc);
+	p->wc = wc[0];
 	atomic_store(&p->done, true);
 	return NULL;
+}
+
+static struct ibv_cq *dying_cq;
+static int dying_got;
+
+/* Run by the vendor's destroy, its QP freed: another thread polls. */
+static void poll_meanwhile(void)
+{
+	struct remapped_poller p = { .cq = dying_cq };
+	pthread_t t;
+
+	CHECK_EQ(pthread_create(&t, NULL, remapped_poll, &p), 0);
+	pthread_join(t, NULL);
+	dying_got = p.got;
 }
 
 /*
@@ -2619,15 +2747,19 @@ static void remapped_poll_needs_no_context_lock(void)
 	app_init();
 	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
 	q = rc_qp(cq, cq);
+	/* as a reacquire leaves it: the vendor's QPN is another one now */
+	to_iqp(q)->real->qp_num = 0x99;
+	to_iqp(q)->real_qpn = 0x99;
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpn_virt, 0x99, q->qp_num, to_iqp(q),
+				      &to_iqp(q)->rel.qpn_virt_gen), 0);
 	ibckpt_ctx_set_remapped(ctx);
 	post_both(q, 1);
 	post_both(q, 2);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND,
-					   .qp_num = to_iqp(q)->real->qp_num };
+	post_both(q, 3);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND, .qp_num = 0x99 };
 	CHECK_EQ(ibckpt_poll_cq(cq, 2, wc), 1);		/* the first: through the table */
 	CHECK_EQ(wc[0].qp_num, q->qp_num);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_SEND,
-					   .qp_num = to_iqp(q)->real->qp_num };
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_SEND, .qp_num = 0x99 };
 	ibckpt_spin_lock(&ctx->qpn_lock);
 	p.cq = cq;
 	CHECK_EQ(pthread_create(&t, NULL, remapped_poll, &p), 0);
@@ -2637,9 +2769,20 @@ static void remapped_poll_needs_no_context_lock(void)
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	pthread_join(t, NULL);
 	CHECK_EQ(p.got, 1);
-	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);	/* both sends retired */
-	ctx->remapped = false;
+	CHECK_EQ(p.wc.qp_num, q->qp_num);		/* translated by the cached QP */
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);	/* the first two retired */
+	/*
+	 * A poll while the QP is being destroyed, after the vendor freed its
+	 * QP: the cached shadow's own copy of the vendor's QPN is compared
+	 * (a review: qp->real->qp_num was read from freed memory).
+	 */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_SEND, .qp_num = 0x99 };
+	dying_cq = cq;
+	v.destroyed_qp = poll_meanwhile;
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	v.destroyed_qp = NULL;
+	CHECK_EQ(dying_got, 1);
+	ctx->remapped = false;
 	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
 	app_fini();
 }
@@ -2910,6 +3053,7 @@ int main(void)
 	RUN(snapshot_names_xrc);
 	RUN(atomic_writes_reach_the_vendor_api);
 	RUN(wr_complete_posts_all_or_none);
+	RUN(wr_batch_setters);
 	RUN(addresses_are_translated);
 	RUN(tso_headers_are_logged);
 	RUN(refusals);
