@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 traffic_start_server rxe0 8
-setsid "$IBTRAFFIC" -c 127.0.0.1 -d rxe1 -g 0 -p "$TRAFFIC_PORT" -q 8 \
+setsid "$IBTRAFFIC" -c 127.0.0.1 -d rxe1 -g 0 -p "$TRAFFIC_PORT" -q 8 -P 0.5 \
 	> "$T/client.out" 2> "$T/client.err" &
 client=$!
 sleep 1
@@ -33,7 +33,10 @@ grep -q 'Operation not permitted' "$T/pe" || fail "unprivileged dump: $(cat "$T/
 for g in $TRAFFIC_SERVER $client; do
 	ibckpt thaw "$g" > /dev/null || fail "thaw $g"
 done
-sleep 1
+# until the client reports 1,000 operations (a second here; on the
+# debug kernel under load two seconds gave 752)
+ops() { grep '"event":"progress"' "$T/client.out" | tail -n 1 | jq '.sends + .writes + .reads + .atomics + .ud'; }
+for _ in $(seq 600); do [ "$(ops)" -ge 1000 ] 2> /dev/null && break; sleep 0.1; done
 kill -INT "$client"
 wait "$client" || fail "client: $(cat "$T/client.err")"
 traffic_wait_server
