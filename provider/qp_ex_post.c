@@ -15,11 +15,23 @@
 #include <string.h>
 #include "ibckpt.h"
 
+/* Local operations: no destination, no SGEs. */
+static bool wr_local(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
+}
+
+/* Operations whose SGEs are a payload sent, which may go inline. */
+static bool wr_sends_payload(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
+	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_TSO;
+}
+
 /* The vendor's ibv_wr_* calls for one request @c, in its terms. */
 static void vendor_wr_one(struct ibv_qp_ex *vx, enum ibv_qp_type type, struct ibv_send_wr *c)
 {
-	/* local operations name no destination; data: they and atomic write carry no SGEs */
-	bool local = false, data = true, can_inline = false;
+	bool local = wr_local(c->opcode);
 
 	vx->wr_id = c->wr_id;
 	/* IBV_SEND_INLINE too: Debian's rxe (rdma-core 44) wants it with inline data */
@@ -27,19 +39,15 @@ static void vendor_wr_one(struct ibv_qp_ex *vx, enum ibv_qp_type type, struct ib
 	switch (c->opcode) {
 	case IBV_WR_RDMA_WRITE:
 		ibv_wr_rdma_write(vx, c->wr.rdma.rkey, c->wr.rdma.remote_addr);
-		can_inline = true;
 		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		ibv_wr_rdma_write_imm(vx, c->wr.rdma.rkey, c->wr.rdma.remote_addr, c->imm_data);
-		can_inline = true;
 		break;
 	case IBV_WR_SEND:
 		ibv_wr_send(vx);
-		can_inline = true;
 		break;
 	case IBV_WR_SEND_WITH_IMM:
 		ibv_wr_send_imm(vx, c->imm_data);
-		can_inline = true;
 		break;
 	case IBV_WR_RDMA_READ:
 		ibv_wr_rdma_read(vx, c->wr.rdma.rkey, c->wr.rdma.remote_addr);
@@ -54,26 +62,19 @@ static void vendor_wr_one(struct ibv_qp_ex *vx, enum ibv_qp_type type, struct ib
 		break;
 	case IBV_WR_LOCAL_INV:
 		ibv_wr_local_inv(vx, c->invalidate_rkey);
-		local = true;
-		data = false;
 		break;
 	case IBV_WR_BIND_MW:
 		ibv_wr_bind_mw(vx, c->bind_mw.mw, c->bind_mw.rkey, &c->bind_mw.bind_info);
-		local = true;
-		data = false;
 		break;
 	case IBV_WR_SEND_WITH_INV:
 		ibv_wr_send_inv(vx, c->invalidate_rkey);
-		can_inline = true;
 		break;
 	case IBV_WR_TSO:
 		ibv_wr_send_tso(vx, c->tso.hdr, c->tso.hdr_sz, c->tso.mss);
-		can_inline = true;
 		break;
 	case IBV_WR_ATOMIC_WRITE:	/* its 8 bytes where qp_ex.c staged them */
 		ibv_wr_atomic_write(vx, c->wr.rdma.rkey, c->wr.rdma.remote_addr,
 				    &c->wr.atomic.swap);
-		data = false;
 		break;
 	default:	/* qp_ex.c stages nothing else */
 		break;
@@ -83,10 +84,11 @@ static void vendor_wr_one(struct ibv_qp_ex *vx, enum ibv_qp_type type, struct ib
 		ibv_wr_set_ud_addr(vx, c->wr.ud.ah, c->wr.ud.remote_qpn, c->wr.ud.remote_qkey);
 	else if (type == IBV_QPT_XRC_SEND && !local)
 		ibv_wr_set_xrc_srqn(vx, c->qp_type.xrc.remote_srqn);
-	if (!data)
+	/* atomic write carries its 8 bytes in the call */
+	if (local || c->opcode == IBV_WR_ATOMIC_WRITE)
 		return;
 	/* a read's or an atomic's SGE is where its answer lands, whatever wr_flags say */
-	if ((c->send_flags & IBV_SEND_INLINE) && can_inline) {
+	if ((c->send_flags & IBV_SEND_INLINE) && wr_sends_payload(c->opcode)) {
 		/*
 		 * One buffer, always: Debian's rxe (rdma-core 44) loses the
 		 * length of a list (wr_set_inline_data_list() never adds it
