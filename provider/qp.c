@@ -170,7 +170,7 @@ static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 					ibckpt_wrlog_depth(ra.cap.max_recv_wr),
 					ra.cap.max_recv_sge, 0, false);
 	if (!err && !tgt && (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER))
-		err = ibckpt_wrlog_init_tso(&qp->sq, attr->max_tso_header);
+		qp->sq.max_hdr = attr->max_tso_header;	/* headers logged with their requests */
 	if (!err && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		err = ibckpt_qpx_init(qp, attr->send_ops_flags, &ra.cap,
 				      attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER ?

@@ -47,12 +47,6 @@ void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log)
 	log->xsize = 0;
 }
 
-int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr)
-{
-	log->max_hdr = max_hdr;
-	return 0;
-}
-
 size_t ibckpt_wrlog_bytes(const struct ibckpt_wrlog *log)
 {
 	return sizeof(*log) + (size_t)log->size * sizeof(*log->wr) + log->xsize;

@@ -35,11 +35,11 @@
  * completion belongs to is found by bisection, whatever the number of
  * unsignaled requests in between.
  *
- * Locking: the slots, the arena, head and tail belong to the queue's lock (posters, the
- * exact retirements, settling); 'done' is written by pollers, serialized by
- * the lock of the CQ the queue completes to, and read by settle: a
- * single-writer counter, on a cache line of its own (a poller on another
- * thread does not take the poster's line).
+ * Locking: the slots, the arena, head and tail belong to the queue's lock
+ * (posters, the exact retirements, settling); 'done' is written by
+ * pollers, serialized by the lock of the CQ the queue completes to, and
+ * read by settle: a single-writer counter, on a cache line of its own (a
+ * poller on another thread does not take the poster's line).
  */
 #ifndef IBCKPT_WRLOG_H
 #define IBCKPT_WRLOG_H
@@ -121,7 +121,11 @@ struct ibckpt_wrlog {
 	uint32_t cap;			/* most slots: twice the depth, a power of two */
 	uint32_t max_sge;
 	uint32_t max_inline;
-	uint32_t max_hdr;		/* send queue with TSO */
+	/*
+	 * Send queue with TSO (qp.c sets it): headers of up to this many
+	 * bytes, copied by ibckpt_wrlog_send() with their requests.
+	 */
+	uint32_t max_hdr;
 	uint32_t holes;			/* SRQ: retired slots between head and tail */
 	uint32_t head_sig;		/* of the signaled ones, retired (those before head) */
 	uint32_t settled;		/* of the completions counted, applied to head */
@@ -148,13 +152,6 @@ static inline uint32_t ibckpt_wrlog_depth(uint32_t max_wr)
 int ibckpt_wrlog_init(struct ibckpt_wrlog *log, enum ibckpt_wrlog_kind kind,
 		      uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, bool sq_sig_all);
 void ibckpt_wrlog_destroy(struct ibckpt_wrlog *log);
-
-/*
- * A send queue that takes TSO requests with headers of up to max_hdr bytes
- * (ibckpt_wrlog_send() copies them: the application may reuse a header
- * once post returns). Always 0: the room is taken per request.
- */
-int ibckpt_wrlog_init_tso(struct ibckpt_wrlog *log, uint32_t max_hdr);
 
 /* Bytes the log holds now, slots and arena (what a queue costs). */
 size_t ibckpt_wrlog_bytes(const struct ibckpt_wrlog *log);
