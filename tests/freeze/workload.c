@@ -31,6 +31,9 @@
  *                              session of its own (HOW=sid), and keeps
  *                              ticking (every ms) from there
  *   workload snap FILE         print "errors c0 c1 c2 ..." once
+ *   workload ready FILE        exit 0 once the workload has started the
+ *                              threads and processes its mode begins with
+ *                              (the counters exist before the threads do)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -233,6 +236,10 @@ int main(int argc, char **argv)
 		printf("\n");
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "ready")) {
+		sh = map(argv[2], 0);
+		return __atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) ? 0 : 1;
+	}
 	if (argc == 4 && !strcmp(argv[1], "run")) {
 		sh = map(argv[2], 1);
 		n = atol(argv[3]);
@@ -246,7 +253,7 @@ int main(int argc, char **argv)
 		start(poller, n + 2);
 		start(waiter, n + 3);
 		start(feeder, n + 4);
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		pause();
 		return 0;
 	}
@@ -258,7 +265,7 @@ int main(int argc, char **argv)
 		sh->nthreads = (uint32_t)n;
 		for (i = 1; i < n; i++)
 			start(busy, i);
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		busy((void *)0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "sleepers")) {
@@ -276,7 +283,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "workload: thread %ld: cannot create\n", i);
 				return 1;
 			}
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		idler((void *)0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "procs")) {
@@ -288,7 +295,7 @@ int main(int argc, char **argv)
 		for (i = 1; i < n; i++)
 			if (fork() == 0)
 				busy((void *)i);
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		busy((void *)0);
 	}
 	if (argc == 3 && !strcmp(argv[1], "forker")) {
@@ -298,7 +305,7 @@ int main(int argc, char **argv)
 		sh = map(argv[2], 1);
 		sh->nthreads = 3;
 		start(spawner, 1);
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		for (;;) {
 			c = fork();
 			if (c == 0)
@@ -319,7 +326,7 @@ int main(int argc, char **argv)
 		if (n < 0 || n + 1 > MAXT || (!sid && strcmp(argv[3], "pgrp")))
 			return 2;
 		sh->nthreads = 1;
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		for (i = 0; i < n; i++) {
 			/* the slot first: a frozen parent adds none */
 			slot = __atomic_fetch_add(&sh->nthreads, 1, __ATOMIC_RELAXED);
@@ -344,7 +351,7 @@ int main(int argc, char **argv)
 
 		sh = map(argv[2], argc == 3);
 		sh->nthreads = 1;
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		exec_file = argv[2];
 		tick(0);
 		for (;;)
@@ -358,7 +365,7 @@ int main(int argc, char **argv)
 
 		sh = map(argv[2], 1);
 		sh->nthreads = 1;
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		for (;;) {
 			if (posix_spawn(&c, "/bin/true", NULL, NULL, args, environ) ||
 			    waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -369,7 +376,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "vfork")) {
 		sh = map(argv[2], 1);
 		sh->nthreads = 1;
-		sh->ready = 1;
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
 		if (vfork() == 0) {
 			sleep((unsigned int)atoi(argv[3]));
 			_exit(0);
@@ -379,6 +386,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: workload run FILE NBUSY | forker FILE | vfork FILE SECS | "
-		"mover FILE pgrp|sid N | exec FILE | spawn FILE | snap FILE\n");
+		"exec FILE | spawn FILE | spin FILE N | procs FILE N | sleepers FILE N | "
+		"mover FILE pgrp|sid N | snap FILE | ready FILE\n");
 	return 2;
 }

@@ -10,15 +10,9 @@
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 
-# mover_running: the workload runs, its counters written (a fixed 0.5 s was
-# not always enough under load)
-mover_running() {
-	for _ in $(seq 100); do
-		[ -s "$WL_FILE" ] && [ "$("$WORKLOAD" snap "$WL_FILE" | wc -w)" -gt 1 ] && break
-		sleep 0.05
-	done
-	sleep 0.3
-}
+# mover_running: the workload runs (a fixed 0.5 s was not always enough
+# under load)
+mover_running() { wl_wait_ready; }
 # mover_start HOW N: tests/freeze/workload mover, in a session of its own
 mover_start() {
 	WL_FILE=$T/wl.$RANDOM

@@ -34,11 +34,9 @@ WL_FILE=$T/wl
 setsid bash -c "echo \$\$ > $cg/cgroup.procs && exec $WORKLOAD spin $WL_FILE $N" \
 	> "$T/wl.out" 2> "$T/wl.err" &
 WL_PID=$!
-for _ in $(seq 100); do
-	[ -s "$WL_FILE" ] && [ "$(wl_snap | wc -w)" -gt "$N" ] && break
-	sleep 0.05
-done
-sleep 0.3
+# all N threads, not only their counters (on the debug kernel a freeze
+# right after the counters appeared once parked 30 of 32)
+wl_wait_ready
 fast() { echo "max 100000" > "$cg/cpu.max"; }
 hold() { echo "1000 1000000" > "$cg/cpu.max"; }
 # key=value from a line of thawlat's

@@ -113,11 +113,18 @@ wl_start() {
 	WL_FILE=$T/wl.$RANDOM
 	setsid "$WORKLOAD" "$1" "$WL_FILE" "${@:2}" > "$T/wl.out" 2> "$T/wl.err" &
 	WL_PID=$!
+	wl_wait_ready
+}
+# The workload has started what its mode begins with (20 s: its counters
+# exist before its threads do, and 32 threads take a while to appear on the
+# debug kernel), then runs 0.3 s more.
+wl_wait_ready() {
 	local i
-	for i in $(seq 100); do
-		[ -s "$WL_FILE" ] && [ "$("$WORKLOAD" snap "$WL_FILE" | wc -w)" -gt 1 ] && break
+	for i in $(seq 400); do
+		[ -s "$WL_FILE" ] && "$WORKLOAD" ready "$WL_FILE" && break
 		sleep 0.05
 	done
+	"$WORKLOAD" ready "$WL_FILE" || fail "the workload did not start: $(cat "$T/wl.err")"
 	sleep 0.3
 }
 wl_snap() { "$WORKLOAD" snap "$WL_FILE"; }
