@@ -231,10 +231,12 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 		return;
 	}
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
-		if (ibckpt_gate_close(&ctx->gate, gate_ms)) {
+		int err = ibckpt_gate_close(&ctx->gate, gate_ms);
+
+		if (err) {
 			/* a thread stayed inside a verb: give up, reopen all */
 			gates_open();
-			q->status = ETIMEDOUT;
+			q->status = err;
 			return;
 		}
 		ctx->gate_closed = true;

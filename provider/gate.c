@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include "gate.h"
 
@@ -33,6 +34,41 @@ static int reg_key_err;
 static long futex(atomic_uint *word, int op, unsigned int val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, (unsigned int *)word, op, val, ts, NULL, 0);
+}
+
+bool ibckpt_gate_asym = true;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Decided by the first thread to register or close, before any verb takes
+ * the fast path (every thread's first verb registers, after this): closers
+ * fence the others if the process can use private expedited membarrier(2)
+ * (Linux 4.14), otherwise every entry fences itself.
+ */
+static void asym_setup(void)
+{
+	if (ibckpt_gate_asym &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+		ibckpt_gate_asym = false;
+}
+
+/*
+ * A full barrier on every running thread of the process, after the
+ * closer's store to 'closed' and before its reads of the entries.
+ * Return: 0, or the errno of membarrier(2).
+ */
+static int fence_others(void)
+{
+	if (!ibckpt_gate_asym)
+		return 0;	/* every entry fences itself */
+	if (!syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		return 0;
+	/* a forked child's new mm may need registering again */
+	if (errno == EPERM &&
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) &&
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		return 0;
+	return errno;
 }
 
 void ibckpt_gate_init(struct ibckpt_gate *g)
@@ -79,6 +115,7 @@ static int gate_register(void)
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 	struct reg_node *n;
 
+	pthread_once(&asym_once, asym_setup);
 	pthread_once(&reg_once, reg_key_create);
 	if (reg_key_err || me->gone)
 		return ENOMEM;
@@ -191,8 +228,15 @@ int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms)
 {
 	struct timespec t0, slice = { 0, 1000000 };	/* re-check every ms */
 	unsigned int left;
+	int err;
 
-	atomic_store(&g->closed, 1);	/* seq_cst: pairs with enter's store */
+	pthread_once(&asym_once, asym_setup);
+	atomic_store(&g->closed, 1);	/* seq_cst: our store before our reads */
+	err = fence_others();		/* and theirs before their loads */
+	if (err) {
+		ibckpt_gate_open(g);
+		return err;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		left = atomic_load(&g->left);	/* before the look: a leave after it wakes us */

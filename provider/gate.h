@@ -15,9 +15,12 @@
  * cache line of thread-local storage, on a list closers walk); entering
  * stores the gate there and then loads the gate's 'closed' word, which only
  * closing and opening write. Closing stores 'closed' and then reads every
- * thread's entry. Both stores are sequentially consistent (one exchange
- * each, on a line nobody else writes), so either the entering thread sees
- * the gate closed or the closer sees it inside: never neither. Exit stores
+ * thread's entry. Each side orders its store before its load, so either the
+ * entering thread sees the gate closed or the closer sees it inside: never
+ * neither. The closer pays for both sides: it fences itself and, with
+ * membarrier(2), every other thread of the process (ibckpt_gate_set_inside()),
+ * so that entering costs no locked instruction; where membarrier(2) is
+ * missing, entering fences itself (ibckpt_gate_asym). Exit stores
  * IBCKPT_GATE_IDLE (a release store: a closer that read the entry too
  * early looks again within its millisecond) and, only while closed, wakes
  * the closer. An entry still NULL (thread-local storage starts zeroed)
@@ -77,6 +80,31 @@ struct ibckpt_gate_self {
 #endif
 extern __thread struct ibckpt_gate_self ibckpt_gate_me IBCKPT_GATE_TLS;
 
+/*
+ * Set once, before any thread's first verb (gate.c): closers fence the
+ * other threads with membarrier(2), so that enter needs no fence of its
+ * own. Unit tests may clear it before their first gate to test the other.
+ */
+extern bool ibckpt_gate_asym;
+
+/*
+ * Enter's store of its entry, ordered before its load of 'closed': with
+ * ibckpt_gate_asym, by the compiler only (a closer's membarrier(2) makes
+ * every running thread execute a full barrier between the closer's store
+ * and its reads of the entries, and a thread not running passed one when
+ * it was switched out); without, by a sequentially consistent store (an
+ * exchange).
+ */
+static inline void ibckpt_gate_set_inside(struct ibckpt_gate_self *me, struct ibckpt_gate *g)
+{
+	if (__builtin_expect(ibckpt_gate_asym, 1)) {
+		atomic_store_explicit(&me->inside, g, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+	} else {
+		atomic_store(&me->inside, g);
+	}
+}
+
 void ibckpt_gate_init(struct ibckpt_gate *g);
 int ibckpt_gate_enter_slow(struct ibckpt_gate *g);
 int ibckpt_gate_wait_open(struct ibckpt_gate *g);
@@ -96,8 +124,8 @@ static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct i
 	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) !=
 			     IBCKPT_GATE_IDLE, 0))
 		return ibckpt_gate_enter_slow(g);
-	atomic_store(&me->inside, g);	/* seq_cst: pairs with close's store */
-	if (__builtin_expect(atomic_load(&g->closed) != 0, 0))
+	ibckpt_gate_set_inside(me, g);
+	if (__builtin_expect(atomic_load_explicit(&g->closed, memory_order_acquire) != 0, 0))
 		return ibckpt_gate_wait_open(g);
 	return 0;
 }
@@ -118,7 +146,8 @@ static inline void ibckpt_gate_exit(struct ibckpt_gate *g)
 /*
  * Closes the gate and waits up to timeout_ms for the threads inside to leave.
  * Returns 0 when none is inside (the gate stays closed), ETIMEDOUT otherwise
- * (the gate is reopened: the caller aborts the quiesce).
+ * or membarrier(2)'s errno should it fail (the gate is reopened: the caller
+ * aborts the quiesce).
  */
 int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms);
 void ibckpt_gate_open(struct ibckpt_gate *g);

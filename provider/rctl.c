@@ -180,9 +180,9 @@ bool ibckpt_rctl_serve(void)
 	}
 	/* Contexts being opened finish first; none opens until the GO. */
 	if (h.type == IBCKPT_RMSG_RELEASE && !ibckpt_released &&
-	    ibckpt_gate_close(&ibckpt_open_gate, 2000)) {
+	    (err = ibckpt_gate_close(&ibckpt_open_gate, 2000))) {
 		free(payload);
-		reply(&h, ETIMEDOUT, NULL, 0);
+		reply(&h, err, NULL, 0);
 		return false;
 	}
 	pthread_mutex_lock(&ibckpt_ctx_lock);
