@@ -197,6 +197,7 @@ static void __attribute__((constructor)) ibckpt_register(void)
 		ibckpt_match_table[id - 1].u.driver_id = (uint64_t)id;
 	}
 	ibckpt_fork_init();	/* before any device list a child could inherit */
+	ibckpt_gate_setup();	/* before the application's threads, usually */
 	verbs_register_driver_34(&ibckpt_dev_ops);
 	ibckpt_dbg("provider %s registered (rdma-core %d)", IBCKPT_VERSION, IBCKPT_RDMA_CORE_MAJOR);
 }

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
@@ -39,36 +41,63 @@ static long futex(atomic_uint *word, int op, unsigned int val, const struct time
 bool ibckpt_gate_asym = true;
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
+static long membarrier(int cmd)
+{
+	return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
 /*
- * Decided by the first thread to register or close, before any verb takes
- * the fast path (every thread's first verb registers, after this): closers
- * fence the others if the process can use private expedited membarrier(2)
- * (Linux 4.14), otherwise every entry fences itself.
+ * Closers fence the others if the process can use private expedited
+ * membarrier(2) (Linux 4.14), otherwise every entry fences itself.
+ * Registering waits for an RCU grace period once the process has more than
+ * one thread: done when the provider loads (ibckpt_gate_setup()), usually
+ * before the application's threads, not inside a verb.
  */
 static void asym_setup(void)
 {
-	if (ibckpt_gate_asym &&
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+	if (ibckpt_gate_asym && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
 		ibckpt_gate_asym = false;
+}
+
+/**
+ * ibckpt_gate_setup() - decide how entering a gate is ordered, once
+ *
+ * Called when the provider loads; the first registration or close calls
+ * it too, so that it is decided before any thread takes the fast path
+ * (every thread's first verb registers).
+ */
+void ibckpt_gate_setup(void)
+{
+	pthread_once(&asym_once, asym_setup);
 }
 
 /*
  * A full barrier on every running thread of the process, after the
  * closer's store to 'closed' and before its reads of the entries.
- * Return: 0, or the errno of membarrier(2).
+ * Return: 0, or the errno of membarrier(2) (said on standard error: the
+ * process can no longer be quiesced).
  */
 static int fence_others(void)
 {
+	int err;
+
 	if (!ibckpt_gate_asym)
 		return 0;	/* every entry fences itself */
-	if (!syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+	if (!membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return 0;
-	/* a forked child's new mm may need registering again */
-	if (errno == EPERM &&
-	    !syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) &&
-	    !syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+	err = errno;
+	/*
+	 * Registration belongs to the mm: a fork keeps it, an exec drops it
+	 * (and the provider with it), and CRIU does not restore it.
+	 */
+	if (err == EPERM && !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+	    !membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return 0;
-	return errno;
+	/* slower, but needs no registration (not on nohz_full CPUs) */
+	if (!membarrier(MEMBARRIER_CMD_GLOBAL))
+		return 0;
+	fprintf(stderr, "ibckpt: cannot quiesce: membarrier(2) failed: %s\n", strerror(err));
+	return err;
 }
 
 void ibckpt_gate_init(struct ibckpt_gate *g)
@@ -115,7 +144,7 @@ static int gate_register(void)
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 	struct reg_node *n;
 
-	pthread_once(&asym_once, asym_setup);
+	ibckpt_gate_setup();
 	pthread_once(&reg_once, reg_key_create);
 	if (reg_key_err || me->gone)
 		return ENOMEM;
@@ -230,7 +259,7 @@ int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms)
 	unsigned int left;
 	int err;
 
-	pthread_once(&asym_once, asym_setup);
+	ibckpt_gate_setup();
 	atomic_store(&g->closed, 1);	/* seq_cst: our store before our reads */
 	err = fence_others();		/* and theirs before their loads */
 	if (err) {

@@ -18,7 +18,7 @@
  * thread's entry. Each side orders its store before its load, so either the
  * entering thread sees the gate closed or the closer sees it inside: never
  * neither. The closer pays for both sides: it fences itself and, with
- * membarrier(2), every other thread of the process (ibckpt_gate_set_inside()),
+ * membarrier(2), every other thread of the process (ibckpt_gate_step_in()),
  * so that entering costs no locked instruction; where membarrier(2) is
  * missing, entering fences itself (ibckpt_gate_asym). Exit stores
  * IBCKPT_GATE_IDLE (a release store: a closer that read the entry too
@@ -81,28 +81,33 @@ struct ibckpt_gate_self {
 extern __thread struct ibckpt_gate_self ibckpt_gate_me IBCKPT_GATE_TLS;
 
 /*
- * Set once, before any thread's first verb (gate.c): closers fence the
- * other threads with membarrier(2), so that enter needs no fence of its
- * own. Unit tests may clear it before their first gate to test the other.
+ * Set once, before any thread's first verb (ibckpt_gate_setup()): closers
+ * fence the other threads with membarrier(2), so that enter needs no fence
+ * of its own. Unit tests may clear it before their first gate to test the
+ * other mode.
  */
 extern bool ibckpt_gate_asym;
+void ibckpt_gate_setup(void);
 
 /*
- * Enter's store of its entry, ordered before its load of 'closed': with
- * ibckpt_gate_asym, by the compiler only (a closer's membarrier(2) makes
- * every running thread execute a full barrier between the closer's store
- * and its reads of the entries, and a thread not running passed one when
- * it was switched out); without, by a sequentially consistent store (an
- * exchange).
+ * Enter's store of its entry, then its load of 'closed' (returned), in that
+ * order: with ibckpt_gate_asym, by the compiler's order only (a closer's
+ * membarrier(2) makes every running thread execute a full barrier between
+ * the closer's store and its reads of the entries, and a thread not running
+ * passed one when it was switched out); without, both sequentially
+ * consistent (an exchange, then a load no store may pass on any
+ * architecture: an acquire load could, on ppc64le or with arm64's LDAPR).
  */
-static inline void ibckpt_gate_set_inside(struct ibckpt_gate_self *me, struct ibckpt_gate *g)
+static inline unsigned int ibckpt_gate_step_in(struct ibckpt_gate_self *me,
+					       struct ibckpt_gate *g)
 {
 	if (__builtin_expect(ibckpt_gate_asym, 1)) {
 		atomic_store_explicit(&me->inside, g, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
-	} else {
-		atomic_store(&me->inside, g);
+		return atomic_load_explicit(&g->closed, memory_order_acquire);
 	}
+	atomic_store(&me->inside, g);
+	return atomic_load(&g->closed);
 }
 
 void ibckpt_gate_init(struct ibckpt_gate *g);
@@ -124,8 +129,7 @@ static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct i
 	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) !=
 			     IBCKPT_GATE_IDLE, 0))
 		return ibckpt_gate_enter_slow(g);
-	ibckpt_gate_set_inside(me, g);
-	if (__builtin_expect(atomic_load_explicit(&g->closed, memory_order_acquire) != 0, 0))
+	if (__builtin_expect(ibckpt_gate_step_in(me, g) != 0, 0))
 		return ibckpt_gate_wait_open(g);
 	return 0;
 }
