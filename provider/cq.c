@@ -162,6 +162,25 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* After a restart a completion names the vendor's QPN: the application's instead. */
+static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, struct ibv_wc *wc)
+{
+	/*
+	 * One of this CQ's: the shadow is alive under its lock (the vendor's
+	 * QP may not be: a destroy frees it first).
+	 */
+	const struct ibckpt_qp *qp = cq->last_qp;
+
+	if (qp && qp->real_qpn == wc->qp_num) {
+		wc->qp_num = qp->vqp.qp.qp_num;
+		ibckpt_wc_ud_source(ctx, qp, wc);
+	} else {
+		ibckpt_spin_lock(&ctx->qpn_lock);
+		ibckpt_wc_to_virtual(ctx, wc, 1);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
+	}
+}
+
 /*
  * After a restart completions name real QPNs: each is translated, then
  * retired, one by one, so that the CQ's last QP translates the run of
@@ -173,47 +192,66 @@ static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx
 						       struct ibckpt_cq *cq,
 						       struct ibv_wc *wc, int n)
 {
-	const struct ibckpt_qp *qp;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		/*
-		 * One of this CQ's: the shadow is alive under its lock (the
-		 * vendor's QP may not be: a destroy frees it first).
-		 */
-		qp = cq->last_qp;
-		if (qp && qp->real_qpn == wc[i].qp_num) {
-			wc[i].qp_num = qp->vqp.qp.qp_num;
-			ibckpt_wc_ud_source(ctx, qp, &wc[i]);
-		} else {
-			ibckpt_spin_lock(&ctx->qpn_lock);
-			ibckpt_wc_to_virtual(ctx, &wc[i], 1);
-			ibckpt_spin_unlock(&ctx->qpn_lock);
-		}
+		wc_remap(ctx, cq, &wc[i]);
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	}
 }
 
-/* Retires what the vendor returned, under the CQ's lock; inside the gate. */
-static inline void retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				 struct ibv_wc *wc, int n)
+/*
+ * A provider-internal request is outstanding on a queue completing here
+ * (qp_internal.c): each completion is translated if need be and retired
+ * on its own, and the internal request's is taken out. Return: how many
+ * are left, in order, at the front of @wc.
+ */
+static __attribute__((noinline)) int retire_internal(struct ibckpt_context *ctx,
+						      struct ibckpt_cq *cq,
+						      struct ibv_wc *wc, int n)
+{
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ctx->remapped)
+			wc_remap(ctx, cq, &wc[i]);
+		if (!ibckpt_qp_retire_checked(ctx, cq, &wc[i]))
+			continue;
+		if (k != i)
+			wc[k] = wc[i];
+		k++;
+	}
+	return k;
+}
+
+/*
+ * Retires what the vendor returned, under the CQ's lock; inside the gate.
+ * Return: how many completions are the application's (all of them, but
+ * while an internal request is outstanding), at the front of @wc.
+ */
+static inline int retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				struct ibv_wc *wc, int n)
 {
 	int i;
 
+	if (__builtin_expect(atomic_load_explicit(&cq->internal, memory_order_relaxed) != 0, 0))
+		return retire_internal(ctx, cq, wc, n);
 	if (__builtin_expect(ctx->remapped, 0)) {
 		retire_remapped(ctx, cq, wc, n);
-		return;
+		return n;
 	}
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
+	return n;
 }
 
-static inline void retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				 struct ibv_wc *wc, int n)
+static inline int retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				struct ibv_wc *wc, int n)
 {
 	ibckpt_spin_lock(&cq->lock);
-	retire_locked(ctx, cq, wc, n);
+	n = retire_locked(ctx, cq, wc, n);
 	ibckpt_spin_unlock(&cq->lock);
+	return n;
 }
 
 /**
@@ -268,7 +306,7 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 		return n;
 	r = ibv_poll_cq(cq->real, ne - n, wc + n);
 	if (r > 0)
-		retire_polled(cq->ctx, cq, wc + n, r);
+		r = retire_polled(cq->ctx, cq, wc + n, r);
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
@@ -289,7 +327,7 @@ static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, stru
 {
 	struct ibckpt_context *ctx = cq->ctx;
 
-	retire_polled(ctx, cq, wc, n);
+	n = retire_polled(ctx, cq, wc, n);
 	ibckpt_gate_exit(&ctx->gate);
 	return n;
 }
@@ -325,13 +363,15 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
  * @cq: the CQ; its context's gate is closed, so no application thread polls
  * @moved: incremented by the completions moved
  *
- * Retires the completions' logged requests, as a poll would. Everything the
- * vendor's CQ holds is taken. A private queue found full (the application
- * polled nothing since an earlier freeze) doubles once the vendor shows one
- * more: those requests were executed too, and left in the vendor's CQ they
- * would stay in the logs, for a restart to run again. Without memory for
- * it, that one completion waits in cq->spill (served right behind the
- * private queue) and the drain fails.
+ * Retires the completions' logged requests, as a poll would; a
+ * provider-internal request's completion (qp_internal.c) is retired and
+ * dropped. Everything the vendor's CQ holds is taken. A private queue
+ * found full (the application polled nothing since an earlier freeze)
+ * doubles once the vendor shows one more: those requests were executed
+ * too, and left in the vendor's CQ they would stay in the logs, for a
+ * restart to run again. Without memory for it, that one completion waits
+ * in cq->spill (served right behind the private queue) and the drain
+ * fails.
  * Return: 0, or ENOMEM (nothing lost; the rest stays the vendor's).
  */
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
@@ -350,7 +390,9 @@ int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 		n = ibv_poll_cq(cq->real, space ? (space < 32 ? (int)space : 32) : 1, wc);
 		if (n <= 0)
 			break;
-		retire_locked(cq->ctx, cq, wc, n);
+		n = retire_locked(cq->ctx, cq, wc, n);	/* an internal request's dropped */
+		if (!n)
+			continue;
 		if (!space && ibckpt_vcq_grow(&cq->vcq)) {
 			cq->spill = wc[0];
 			cq->spilled = true;

@@ -287,6 +287,7 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->rel.qpn_virt_gen)	/* restarted: its real QPN may be handed out again */
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_qp_internal_forget(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
 	ibckpt_obj_del(ctx, &qp->obj);
@@ -364,6 +365,8 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		if (mask & IBV_QP_SQ_PSN)
 			qp_psn_base(qp, attr->sq_psn);
 		ibckpt_spin_unlock(&qp->sq_lock);
+		if (reset)	/* an internal request is gone with the rest */
+			ibckpt_qp_internal_forget(qp);
 		if (reset && qp->rq_logged) {
 			ibckpt_spin_lock(&qp->rq_lock);
 			ibckpt_wrlog_reset(&qp->rq);
@@ -1032,6 +1035,7 @@ void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	qp->rel.qpn_virt_gen = 0;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_qp_internal_forget(qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.send_cq, qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.recv_cq, qp);
 }

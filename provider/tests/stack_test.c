@@ -81,7 +81,43 @@ static struct {
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
 	int nids, next_id;
+	int sends;			/* send requests the vendor's QPs were given */
+	/*
+	 * hold: each signaled send request posted gets a completion (status
+	 * hold_status), held back until hold_polls more polls of a vendor CQ
+	 * (-1: until vendor_delivers())
+	 */
+	bool hold;
+	int hold_polls;
+	enum ibv_wc_status hold_status;
+	struct ibv_wc held[8];
+	int nheld;
 } v;
+
+/* What the vendor held back comes, behind what its CQ holds. */
+static void vendor_delivers(void)
+{
+	memcpy(v.cqe + v.ncqe, v.held, (size_t)v.nheld * sizeof(v.held[0]));
+	v.ncqe += v.nheld;
+	v.nheld = 0;
+}
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
 
 /* The next QPN or key the vendor hands out: v.ids in turn, then @dflt. */
 static uint32_t vendor_id(uint32_t dflt)
@@ -306,9 +342,17 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 		return EINVAL;
 	}
 	v.send = *wr;
-	v.send_sge = wr->sg_list[0];
-	for (; wr; wr = wr->next)
+	if (wr->num_sge)
+		v.send_sge = wr->sg_list[0];
+	for (; wr; wr = wr->next) {
 		v.order[v.norder++ % 16] = 's';
+		v.sends++;
+		if (v.hold && (wr->send_flags & IBV_SEND_SIGNALED) && v.nheld < 8)
+			v.held[v.nheld++] = (struct ibv_wc){ .wr_id = wr->wr_id,
+							     .status = v.hold_status,
+							     .opcode = wc_opcode(wr->opcode),
+							     .qp_num = q->qp_num };
+	}
 	*bad = NULL;
 	return 0;
 }
@@ -324,9 +368,12 @@ static int fake_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_r
 
 static int fake_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
 {
-	int n = ne < v.ncqe ? ne : v.ncqe;
+	int n;
 
 	(void)cq;
+	if (v.nheld && v.hold_polls >= 0 && v.hold_polls-- == 0)
+		vendor_delivers();
+	n = ne < v.ncqe ? ne : v.ncqe;
 	memcpy(wc, v.cqe, (size_t)n * sizeof(*wc));
 	memmove(v.cqe, v.cqe + n, (size_t)(v.ncqe - n) * sizeof(*wc));
 	v.ncqe -= n;
@@ -3044,6 +3091,186 @@ static void fork_while_forwarding(void)
 	app_fini();
 }
 
+/* An RC QP on cq at RTS, path MTU 1024, sending from PSN 0x100 (the vendor says so too). */
+static struct ibv_qp *rts_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024 };
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC, 0);
+
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PATH_MTU), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 1 };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), 0);
+	return q;
+}
+
+/* The application posts one request of 8 bytes (a READ or atomic from the peer's 0x5000). */
+static void app_post(struct ibv_qp *q, enum ibv_wr_opcode op, uint64_t wr_id, unsigned int flags)
+{
+	static uint64_t buf;
+	struct ibv_sge sge = { .addr = (uintptr_t)&buf, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = flags }, *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
+		wr.wr.atomic = (__typeof__(wr.wr.atomic)){ .remote_addr = 0x5008, .rkey = 0x77,
+							   .compare_add = 1 };
+	else
+		wr.wr.rdma = (__typeof__(wr.wr.rdma)){ .remote_addr = 0x5000, .rkey = 0x77 };
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+}
+
+static void app_post_recv(struct ibv_qp *q, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	CHECK_EQ(ibckpt_post_recv(q, &wr, &bad), 0);
+}
+
+/* The wr_id the provider gives its internal requests on q. */
+static uint64_t internal_wr_id(struct ibv_qp *q)
+{
+	return (uintptr_t)&to_iqp(q)->internal;
+}
+
+/*
+ * A provider-internal request (qp_internal.c) is logged like the
+ * application's: its PSNs are counted, its completion retires the
+ * unsignaled requests before it, and the completion itself is dropped by
+ * the drain; a receive completion with the same wr_id, drained meanwhile,
+ * is the application's and reaches it.
+ */
+static void internal_request_kept_from_the_application(void)
+{
+	struct ibv_send_wr w = { .opcode = IBV_WR_RDMA_READ,
+				 .wr.rdma = { .remote_addr = 0x5000, .rkey = 0x77 } };
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t sum;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	app_post_recv(q, internal_wr_id(q));
+	app_post(q, IBV_WR_RDMA_WRITE, 5, 0);			/* unsignaled: live */
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 1);
+	sum = qp->sq.psn_sum;
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = internal_wr_id(q), .opcode = IBV_WC_RECV,
+					   .qp_num = 0x66 };
+	v.hold = true;
+	v.hold_polls = 2;				/* two empty drains before it comes */
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 1000), 0);
+	CHECK_EQ(v.send.wr_id, internal_wr_id(q));	/* the vendor got it as it was given */
+	CHECK_EQ(v.send.opcode, IBV_WR_RDMA_READ);
+	CHECK_EQ(v.send.num_sge, 0);
+	CHECK(v.send.send_flags & IBV_SEND_SIGNALED);
+	CHECK_EQ(qp->sq.psn_sum, (sum + 1) & IBCKPT_PSN_MASK);	/* a zero-length READ: one */
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* the WRITE retired with it */
+	CHECK_EQ(ibckpt_wrlog_live(&qp->rq), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK(!ibckpt_qp_internal_pending(qp));
+	CHECK_EQ(qp->sq.unmatched, 0);
+	/* the application gets its receive, and only that */
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, internal_wr_id(q));
+	CHECK_EQ(wc[0].opcode, IBV_WC_RECV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * An internal request that did not complete in time stays outstanding:
+ * the application polls again (a refused release, thawed), posts a
+ * signaled request with the very wr_id, and the vendor completes all: one
+ * of the application's with that wr_id before the internal request, the
+ * internal one, the new one. The application's poll gets its own two
+ * completions and not the internal one's.
+ */
+static void internal_request_late(void)
+{
+	struct ibv_send_wr w = { .opcode = IBV_WR_RDMA_READ };
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	v.hold = true;
+	v.hold_polls = -1;
+	app_post(q, IBV_WR_SEND, internal_wr_id(q), IBV_SEND_SIGNALED);
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	CHECK(ibckpt_qp_internal_pending(qp));
+	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), EBUSY);	/* one at a time */
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	app_post(q, IBV_WR_SEND, internal_wr_id(q), IBV_SEND_SIGNALED);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 2);
+	CHECK_EQ(wc[0].wr_id, internal_wr_id(q));
+	CHECK_EQ(wc[0].opcode, IBV_WC_SEND);
+	CHECK_EQ(wc[1].wr_id, internal_wr_id(q));
+	CHECK_EQ(wc[1].opcode, IBV_WC_SEND);
+	CHECK(!ibckpt_qp_internal_pending(qp));
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+	CHECK_EQ(qp->sq.unmatched, 0);
+	/* and the next one is taken */
+	v.hold_polls = 0;
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 1000), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	/* a QP destroyed with one outstanding: its CQ's polls go the usual way again */
+	v.hold_polls = -1;
+	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * The QP fails: the application's request gets its error, the internal
+ * one its flush. Same wr_id for both: the flush that retires the
+ * application's slot is the application's, the internal one's is dropped,
+ * and the wait says it failed (EIO).
+ */
+static void internal_request_flushed(void)
+{
+	struct ibv_send_wr w = { .opcode = IBV_WR_RDMA_READ };
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	app_post(q, IBV_WR_RDMA_READ, internal_wr_id(q), 0);
+	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = internal_wr_id(q), .qp_num = 0x66,
+					   .status = IBV_WC_RETRY_EXC_ERR };
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = internal_wr_id(q), .qp_num = 0x66,
+					   .status = IBV_WC_WR_FLUSH_ERR };
+	CHECK_EQ(ibckpt_qp_internal_wait(qp, 1000), EIO);
+	CHECK_EQ(qp->internal.status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(wc[0].wr_id, internal_wr_id(q));
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -3088,5 +3315,8 @@ int main(void)
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
 	RUN(fork_while_forwarding);
+	RUN(internal_request_kept_from_the_application);
+	RUN(internal_request_late);
+	RUN(internal_request_flushed);
 	return unit_done();
 }
