@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
 #include "addr.h"
@@ -251,6 +252,15 @@ struct ibckpt_qp_internal {
 	enum ibv_wc_status status;		/* the last one's, once completed */
 };
 
+/* The release's fence behind RDMA READs and atomics (fence.c). */
+struct ibckpt_qp_fence {
+	struct timespec at;			/* posted at (CLOCK_MONOTONIC) */
+	unsigned int ms;			/* to be waited for this long at most */
+	bool posted;				/* by this release check, not waited for yet */
+	struct ibv_mr *mr;			/* an atomic fence's result lands in buf */
+	void *buf;
+};
+
 /* The QP attributes given so far, merged: what a restart replays. */
 struct ibckpt_qp_history {
 	struct ibv_qp_attr attr;
@@ -335,6 +345,7 @@ struct ibckpt_qp {
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 	struct ibckpt_qp_internal internal;
+	struct ibckpt_qp_fence fence;
 };
 
 #define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */

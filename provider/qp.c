@@ -288,6 +288,7 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_qp_internal_forget(qp);
+	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
 	ibckpt_obj_del(ctx, &qp->obj);
@@ -947,13 +948,18 @@ static int qp_psns_readable(struct ibckpt_qp *qp)
  * A signaled send not completed after the drain would have to be guessed
  * about. Unsignaled sends after the last signaled one complete without a
  * trace: they executed if the peer's expected PSN has passed them, which
- * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED).
- * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI).
+ * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED). An RDMA
+ * READ or atomic among them has a response to come back: an RC QP gets a
+ * fence behind them (fence.c), which ibckpt_fence_wait() waits for once
+ * every QP was checked. A fence of an earlier check still outstanding is
+ * waited for first.
+ * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI), ENOMEM.
  */
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 {
 	enum ibv_qp_type t = qp->vqp.qp.qp_type;
 	uint32_t live, sig;
+	int err;
 
 	if (qp->opened || qp->xrcd || (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_UD)) {
 		ibckpt_restart_err("QP %u: type %d%s cannot be released yet", qp->vqp.qp.qp_num, t,
@@ -968,6 +974,9 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 	if ((qp->hist.mask & IBV_QP_AV) &&
 	    ibckpt_addr_publishable(&qp->hist.attr.ah_attr, "a QP"))
 		return EOPNOTSUPP;
+	err = ibckpt_fence_earlier(qp);
+	if (err)
+		return err;
 	ibckpt_spin_lock(&qp->sq_lock);
 	live = ibckpt_wrlog_live(&qp->sq);
 	sig = ibckpt_wrlog_signaled(&qp->sq);
@@ -982,8 +991,10 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 				   "checked)", qp->vqp.qp.qp_num, live);
 		return EBUSY;
 	}
-	if (live && t != IBV_QPT_UD)
-		return qp_sends_transmitted(qp, live);
+	if (live && t != IBV_QPT_UD) {
+		err = qp_sends_transmitted(qp, live);
+		return err || t != IBV_QPT_RC ? err : ibckpt_fence_post(qp);
+	}
 	return qp_psns_readable(qp);
 }
 
@@ -1036,6 +1047,7 @@ void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
 	qp->rel.qpn_virt_gen = 0;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_qp_internal_forget(qp);
+	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.send_cq, qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.recv_cq, qp);
 }

@@ -141,6 +141,17 @@ static int release_check(struct ibckpt_context *ctx, uint32_t flags)
 	return 0;
 }
 
+static int release_fences(struct ibckpt_context *ctx)
+{
+	struct ibckpt_obj *o;
+	int err = 0;
+
+	for_each_obj(ctx, o, false)
+		if (o->type == IBCKPT_SNAP_QP && !err)
+			err = ibckpt_fence_wait(OBJ(o, struct ibckpt_qp));
+	return err;
+}
+
 /*
  * The context's vendor objects go, newest first. @again: a reacquire is
  * undone, and what the release recorded (the QPs' states and PSNs) stays.
@@ -273,6 +284,9 @@ int ibckpt_release_prepare(uint32_t flags)
 		else
 			err = release_check(ctx, flags);
 	}
+	/* the fences the checks posted, all running at once (fence.c) */
+	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next)
+		err = release_fences(ctx);
 	return err;
 }
 

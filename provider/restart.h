@@ -98,6 +98,11 @@ void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
 int ibckpt_srq_refill(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
+/* fence.c: the release's fence behind a QP's RDMA READs and atomics */
+int ibckpt_fence_earlier(struct ibckpt_qp *qp);
+int ibckpt_fence_post(struct ibckpt_qp *qp);
+int ibckpt_fence_wait(struct ibckpt_qp *qp);
+void ibckpt_fence_put(struct ibckpt_qp *qp);
 int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what);
 void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);

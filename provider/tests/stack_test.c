@@ -84,11 +84,13 @@ static struct {
 	int sends;			/* send requests the vendor's QPs were given */
 	/*
 	 * hold: each signaled send request posted gets a completion (status
-	 * hold_status), held back until hold_polls more polls of a vendor CQ
-	 * (-1: until vendor_delivers())
+	 * hold_status), held back, with what the test put in held[] before,
+	 * until hold_polls more polls of a vendor CQ after its post (-1:
+	 * until vendor_delivers())
 	 */
 	bool hold;
 	int hold_polls;
+	int hold_left;			/* polls to go, -1: none counted */
 	enum ibv_wc_status hold_status;
 	struct ibv_wc held[8];
 	int nheld;
@@ -347,11 +349,12 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 	for (; wr; wr = wr->next) {
 		v.order[v.norder++ % 16] = 's';
 		v.sends++;
-		if (v.hold && (wr->send_flags & IBV_SEND_SIGNALED) && v.nheld < 8)
-			v.held[v.nheld++] = (struct ibv_wc){ .wr_id = wr->wr_id,
-							     .status = v.hold_status,
-							     .opcode = wc_opcode(wr->opcode),
-							     .qp_num = q->qp_num };
+		if (!v.hold || !(wr->send_flags & IBV_SEND_SIGNALED) || v.nheld == 8)
+			continue;
+		v.held[v.nheld++] = (struct ibv_wc){ .wr_id = wr->wr_id, .status = v.hold_status,
+						     .opcode = wc_opcode(wr->opcode),
+						     .qp_num = q->qp_num };
+		v.hold_left = v.hold_polls;
 	}
 	*bad = NULL;
 	return 0;
@@ -371,7 +374,7 @@ static int fake_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
 	int n;
 
 	(void)cq;
-	if (v.nheld && v.hold_polls >= 0 && v.hold_polls-- == 0)
+	if (v.hold_left >= 0 && v.hold_left-- == 0)
 		vendor_delivers();
 	n = ne < v.ncqe ? ne : v.ncqe;
 	memcpy(wc, v.cqe, (size_t)n * sizeof(*wc));
@@ -3271,6 +3274,209 @@ static void internal_request_flushed(void)
 	app_fini();
 }
 
+/* The release's checks on ctx, frozen (every check of a PREPARE). */
+static int prepare(void)
+{
+	int err;
+
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	ibckpt_quiesced = true;
+	err = ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED);
+	ibckpt_quiesced = false;
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	return err;
+}
+
+/* The next PSN the vendor reports for q: every request logged sent. */
+static void all_sent(struct ibv_qp *q)
+{
+	v.qp_attr_set.sq_psn = (to_iqp(q)->psn_base + to_iqp(q)->sq.psn_sum) & IBCKPT_PSN_MASK;
+}
+
+/*
+ * restart.rst, "Exactly once": a release forgot an unsignaled RDMA READ
+ * or atomic whose response was still to come. The release's checks now
+ * post a fence behind them, only behind them: a zero-length READ with the
+ * newest READ's key and address, or behind atomics alone a FETCH_AND_ADD
+ * of 0 at the newest atomic's target into the provider's own MR, gone
+ * once the fence completed. The fence's PSN is counted, its completion
+ * retires what was before it and never reaches the application.
+ */
+static void fence_behind_reads_and_atomics(void)
+{
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	int destroyed;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	v.hold = true;
+	v.hold_polls = 1;			/* its completion at the second poll */
+	app_post(q, IBV_WR_RDMA_WRITE, 1, 0);
+	all_sent(q);
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 1);			/* a WRITE has no fence */
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 1);
+
+	app_post(q, IBV_WR_RDMA_READ, 2, 0);
+	app_post(q, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, 0);
+	all_sent(q);
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 4);
+	CHECK_EQ(v.send.opcode, IBV_WR_RDMA_READ);	/* behind a READ, a READ */
+	CHECK_EQ(v.send.num_sge, 0);
+	CHECK_EQ(v.send.wr.rdma.remote_addr, 0x5000);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x77);
+	CHECK_EQ(v.send.wr_id, internal_wr_id(q));
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* all retired by it */
+	CHECK_EQ((qp->psn_base + qp->sq.psn_sum) & IBCKPT_PSN_MASK, 0x104);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+
+	destroyed = v.destroyed;
+	app_post(q, IBV_WR_ATOMIC_CMP_AND_SWP, 4, 0);
+	all_sent(q);
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 6);
+	CHECK_EQ(v.send.opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
+	CHECK_EQ(v.send.wr.atomic.compare_add, 0);
+	CHECK_EQ(v.send.wr.atomic.remote_addr, 0x5008);
+	CHECK_EQ(v.send.wr.atomic.rkey, 0x77);
+	CHECK_EQ(v.send.num_sge, 1);
+	CHECK_EQ(v.send_sge.length, 8);
+	CHECK_EQ(v.send_sge.lkey, 0x300);		/* the provider's MR ... */
+	CHECK(qp->fence.mr == NULL);			/* ... gone again */
+	CHECK_EQ(v.destroyed, destroyed + 1);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+
+	/* nothing live: no fence */
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 6);
+	CHECK_EQ(qp->sq.unmatched, 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A fence that does not complete in time refuses the release (EBUSY),
+ * naming the QP, and changes nothing the application sees: its READ is
+ * still logged, nothing is in its CQ. The next try waits for that fence
+ * again and posts no other; once its completion comes (the application
+ * polls, thawed) the READ is retired and the fence's completion dropped,
+ * and a release goes on.
+ */
+static void fence_that_does_not_complete(void)
+{
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);			/* timeout 1: a fence may take ~0.1 s */
+	qp = to_iqp(q);
+	v.hold = true;
+	v.hold_polls = -1;
+	app_post(q, IBV_WR_RDMA_READ, 2, 0);
+	all_sent(q);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(prepare(), EBUSY);
+	CHECK(strstr(ibckpt_restart_msg(), "QP 102: the fence") != NULL);
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 2);	/* the READ and the fence */
+	CHECK_EQ(ibckpt_wrlog_at(&qp->sq, 0, NULL, NULL)->wr_id, 2);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(prepare(), EBUSY);
+	CHECK(strstr(ibckpt_restart_msg(), "earlier try") != NULL);
+	CHECK_EQ(v.sends, 2);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A fence completing in error: the QP failed, the application gets its
+ * READ's error (and not the fence's flush), and the release goes on.
+ */
+static void fence_failing(void)
+{
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	app_post(q, IBV_WR_RDMA_READ, 2, 0);
+	all_sent(q);
+	v.hold = true;
+	v.hold_polls = 0;
+	v.hold_status = IBV_WC_WR_FLUSH_ERR;
+	v.hold_left = -1;		/* the READ's error comes with the fence's flush */
+	v.held[v.nheld++] = (struct ibv_wc){ .wr_id = 2, .status = IBV_WC_RETRY_EXC_ERR,
+					     .qp_num = 0x66 };
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(qp->internal.status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* After a restart the fence names the peer's new key, as the READ went out with. */
+static void fence_after_a_restart(void)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x77, .real = 0x777 },
+	};
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
+	ibckpt_ctx_set_remapped(ctx);
+	to_iqp(q)->rel.peer_vdev = 0xd;
+	app_post(q, IBV_WR_RDMA_READ, 2, 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x777);
+	all_sent(q);
+	v.hold = true;
+	v.hold_polls = 0;
+	CHECK_EQ(prepare(), 0);
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(v.send.opcode, IBV_WR_RDMA_READ);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x777);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -3318,5 +3524,9 @@ int main(void)
 	RUN(internal_request_kept_from_the_application);
 	RUN(internal_request_late);
 	RUN(internal_request_flushed);
+	RUN(fence_behind_reads_and_atomics);
+	RUN(fence_that_does_not_complete);
+	RUN(fence_failing);
+	RUN(fence_after_a_restart);
 	return unit_done();
 }
