@@ -923,7 +923,8 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 /*
  * The release keeps the PSNs the QP is at (ibckpt_qp_release()); one whose
  * device cannot say would come back at the PSNs it was first given, which
- * its peer passed long ago (review L5). Return: 0 or EBUSY (said).
+ * its peer passed long ago (review L5). Return: 0 or EOPNOTSUPP (said: not
+ * EBUSY, which a checkpoint would try again).
  */
 static int qp_psns_readable(struct ibckpt_qp *qp)
 {
@@ -937,7 +938,7 @@ static int qp_psns_readable(struct ibckpt_qp *qp)
 		return 0;
 	ibckpt_restart_err("QP %u: the device cannot say its PSNs (%s): it cannot be released",
 			   qp->vqp.qp.qp_num, strerror(errno));
-	return EBUSY;
+	return EOPNOTSUPP;
 }
 
 /**

@@ -216,7 +216,8 @@ static int leftovers(const char *what)
 			ibckpt_restart_err("descriptor %s is open on %s%s", d->d_name, link,
 					   what ? ": the application's connection manager "
 					   "cannot be released" : " after the release");
-			err = EBUSY;
+			/* EBUSY says "in flight, try again later" (restart.rst) */
+			err = what ? EOPNOTSUPP : EBUSY;
 		}
 	}
 	closedir(dir);

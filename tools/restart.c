@@ -229,7 +229,10 @@ static int channels_of(const struct cli_snaps *l, struct rjob *j)
  * Release the frozen @job; DIR keeps the job. A refusal of any process
  * leaves the job as it was: the ones released are reacquired in place.
  * Return: 0, 1 (said), or 3 when requests were in flight (said; the job is
- * unchanged and a later freeze may find them arrived).
+ * unchanged and a later freeze may find them arrived): the CLI's PSN check
+ * found them, or, on one node, a provider refused with EBUSY (a signaled
+ * send not completed, a request not transmitted yet, a fence behind a
+ * READ or atomic not completed: restart.rst, "Exactly once").
  */
 static int release_job(struct cli_job *job, const char *dir, const char *what,
 		       struct coord *co)
@@ -238,7 +241,7 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 	struct rjob j = { 0 };
 	const void **snaps;
 	char why[512];
-	unsigned int i, failed = 0;
+	unsigned int i, failed = 0, busy = 0;
 	uint32_t nids;
 	int st;
 
@@ -284,12 +287,14 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 		if (st) {
 			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
 			failed++;
+			busy += st == EBUSY;
 		}
 	}
 	if (xvote(co, "prepare", failed ? 1 : 0, "a process refused its release", NULL, 0, 0,
 		  NULL, NULL, NULL) || failed) {
 		rjob_free(&j);
-		return 1;
+		/* on several nodes every node would have to agree to freeze again: not yet */
+		return !co && busy ? 3 : 1;
 	}
 	for (i = 0; i < j.n; i++) {
 		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
