@@ -186,6 +186,12 @@ struct ibckpt_cq {
 	 * Changed under lock; a poll reads it without.
 	 */
 	atomic_uint internal;
+	/*
+	 * Internal requests whose QP was reset or destroyed while they were
+	 * outstanding (counted in 'internal' too): a completion the vendor
+	 * made before is still to be dropped (qp_internal.c). Under lock.
+	 */
+	struct ibckpt_internal_tok *orphans;
 	struct ibckpt_vcq vcq;
 	struct ibv_wc spill;			/* a drain's, the private queue full */
 	bool spilled;
@@ -241,12 +247,23 @@ struct ibckpt_qp_rel {
 };
 
 /*
+ * A provider-internal request's token (qp_internal.c): its address is the
+ * request's wr_id, unique while the token lives (until the completion was
+ * seen, or cannot come any more), whatever becomes of the QP's shadow.
+ */
+struct ibckpt_internal_tok {
+	struct ibckpt_internal_tok *next;	/* on its CQ's orphans */
+	uint32_t qpn;				/* the vendor's QPN it was posted on */
+};
+
+/*
  * A provider-internal request on an application's send queue
  * (qp_internal.c): its slot and wr_id tell its completion from the
  * application's. Under the send CQ's lock.
  */
 struct ibckpt_qp_internal {
-	uint64_t wr_id;				/* the provider's: &qp->internal */
+	uint64_t wr_id;				/* the provider's: the token's address */
+	struct ibckpt_internal_tok *tok;	/* while pending */
 	uint32_t pos;				/* its slot in the send log, free-running */
 	bool pending;				/* posted, its completion not seen yet */
 	enum ibv_wc_status status;		/* the last one's, once completed */
@@ -617,8 +634,13 @@ int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr);
 int ibckpt_qp_internal_wait(struct ibckpt_qp *qp, unsigned int timeout_ms);
 int ibckpt_qp_post_internal(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 			    unsigned int timeout_ms);
+int ibckpt_qp_internal_check(struct ibckpt_qp *qp, bool *pending, enum ibv_wc_status *status);
 bool ibckpt_qp_internal_pending(struct ibckpt_qp *qp);
+uint64_t ibckpt_qp_internal_wr_id(struct ibckpt_qp *qp);
 void ibckpt_qp_internal_forget(struct ibckpt_qp *qp);
+void ibckpt_qp_internal_gone(struct ibckpt_qp *qp);
+bool ibckpt_cq_orphan(struct ibckpt_cq *cq, const struct ibv_wc *wc);
+void ibckpt_cq_orphans_drop(struct ibckpt_cq *cq);
 bool ibckpt_qp_retire_checked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 			      struct ibv_wc *wc);
 

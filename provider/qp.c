@@ -287,7 +287,7 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->rel.qpn_virt_gen)	/* restarted: its real QPN may be handed out again */
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
-	ibckpt_qp_internal_forget(qp);
+	ibckpt_qp_internal_gone(qp);		/* its completion still dropped */
 	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
@@ -353,6 +353,15 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (!ret) {
 		bool reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
 
+		/*
+		 * An internal request is gone with the rest, its completion
+		 * maybe in the CQ: an orphan, before its slot goes below (a
+		 * poller meanwhile tells it by its slot, or as an orphan).
+		 */
+		if (reset) {
+			ibckpt_qp_internal_forget(qp);
+			ibckpt_fence_put(qp);
+		}
 		ibckpt_spin_lock(&qp->sq_lock);
 		qp_history_add(&qp->hist, attr, mask);
 		/* A reset empties the queues without completions: forget them too. */
@@ -366,8 +375,6 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		if (mask & IBV_QP_SQ_PSN)
 			qp_psn_base(qp, attr->sq_psn);
 		ibckpt_spin_unlock(&qp->sq_lock);
-		if (reset)	/* an internal request is gone with the rest */
-			ibckpt_qp_internal_forget(qp);
 		if (reset && qp->rq_logged) {
 			ibckpt_spin_lock(&qp->rq_lock);
 			ibckpt_wrlog_reset(&qp->rq);

@@ -24,6 +24,21 @@
  * completion at a time; with none (always, but between a fence that did
  * not complete in time and its completion) a poll pays one load for it.
  *
+ * The wr_id is the address of a token of the QP's (struct
+ * ibckpt_internal_tok), allocated at its first internal request and kept
+ * for the next ones. A QP reset or destroyed with one outstanding
+ * (ibckpt_qp_internal_forget()) may have left its completion in the CQ
+ * already: neither the reset nor the destroy takes it out (Linux 6.1's
+ * rxe does not), and the slot it would retire is gone. Its token then
+ * becomes an orphan of the CQ, still counted in cq->internal, and the
+ * first completion with its wr_id and the vendor's QPN it was posted on is
+ * dropped (ibckpt_cq_orphan()). The token stays allocated meanwhile, so
+ * that no object of the application's, nor a later QP's token, can be at
+ * its address. An orphan whose completion never came (the request was
+ * not executed before the reset) goes at the next drain that empties the
+ * vendor's CQ with the context's gate closed (ibckpt_cq_drain(): a freeze,
+ * a release), when no poller can hold its completion, or with the CQ.
+ *
  * Locking: qp->internal belongs to the lock of the QP's send CQ (pollers
  * read it there); the send log's lock is taken inside it, as the exact
  * retirement does (qp.c).
@@ -50,8 +65,8 @@
  * again.
  *
  * Return: 0; EBUSY if an internal request of the QP is still outstanding;
- * EINVAL if the QP has no send queue; or the log's or the vendor's error
- * (nothing posted).
+ * EINVAL if the QP has no send queue; ENOMEM for its token; or the log's
+ * or the vendor's error (nothing posted).
  */
 int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 {
@@ -63,13 +78,16 @@ int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 		return EINVAL;
 	cq = to_icq(qp->vqp.qp.send_cq);
 	w.next = NULL;
-	w.wr_id = (uintptr_t)&qp->internal;
+	w.wr_id = ibckpt_qp_internal_wr_id(qp);
 	w.send_flags |= IBV_SEND_SIGNALED;
+	if (!w.wr_id)
+		return ENOMEM;
 	ibckpt_spin_lock(&cq->lock);
 	if (qp->internal.pending) {
 		ibckpt_spin_unlock(&cq->lock);
 		return EBUSY;
 	}
+	qp->internal.tok->qpn = qp->real->qp_num;
 	ibckpt_spin_lock(&qp->sq_lock);
 	err = ibckpt_wrlog_send(&qp->sq, &w);
 	if (!err) {
@@ -79,11 +97,14 @@ int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 			ibckpt_wrlog_unpost(&qp->sq, 1);
 		else
 			err = 0;
+		if (err < 0)	/* rdma-core 44's rxe: -ENOMEM for a full queue */
+			err = -err;
 	}
 	if (!err) {
-		qp->internal = (struct ibckpt_qp_internal){ .wr_id = w.wr_id,
-							     .pos = qp->sq.tail - 1,
-							     .pending = true };
+		qp->internal.wr_id = w.wr_id;
+		qp->internal.pos = qp->sq.tail - 1;
+		qp->internal.pending = true;
+		qp->internal.status = IBV_WC_SUCCESS;
 		atomic_fetch_add_explicit(&cq->internal, 1, memory_order_relaxed);
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
@@ -98,6 +119,32 @@ static uint64_t us_since(const struct timespec *t0)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000000u +
 	       (uint64_t)((t.tv_nsec - t0->tv_nsec) / 1000);
+}
+
+/**
+ * ibckpt_qp_internal_check() - has the QP's internal request completed?
+ * @qp: as for ibckpt_qp_internal_post()
+ * @pending: set if it is still outstanding
+ * @status: set to the last one's status, once completed
+ *
+ * One drain of the QP's send CQ (ibckpt_cq_drain(): the application's
+ * completions go to its private queue, in order), then a look.
+ * Return: 0, or ENOMEM from the drain (nothing known).
+ */
+int ibckpt_qp_internal_check(struct ibckpt_qp *qp, bool *pending, enum ibv_wc_status *status)
+{
+	struct ibckpt_cq *cq = to_icq(qp->vqp.qp.send_cq);
+	uint32_t moved = 0;
+	int err;
+
+	err = ibckpt_cq_drain(cq, &moved);
+	if (err)
+		return err;
+	ibckpt_spin_lock(&cq->lock);
+	*pending = qp->internal.pending;
+	*status = qp->internal.status;
+	ibckpt_spin_unlock(&cq->lock);
+	return 0;
 }
 
 /**
@@ -117,24 +164,18 @@ static uint64_t us_since(const struct timespec *t0)
  */
 int ibckpt_qp_internal_wait(struct ibckpt_qp *qp, unsigned int timeout_ms)
 {
-	struct ibckpt_cq *cq = to_icq(qp->vqp.qp.send_cq);
 	enum ibv_wc_status status;
 	struct timespec t0, nap;
 	uint64_t us, left;
-	uint32_t moved, step = 20;
+	uint32_t step = 20;
 	bool pending;
 	int err;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		moved = 0;
-		err = ibckpt_cq_drain(cq, &moved);
+		err = ibckpt_qp_internal_check(qp, &pending, &status);
 		if (err)
 			return err;
-		ibckpt_spin_lock(&cq->lock);
-		pending = qp->internal.pending;
-		status = qp->internal.status;
-		ibckpt_spin_unlock(&cq->lock);
 		if (!pending)
 			return status == IBV_WC_SUCCESS ? 0 : EIO;
 		us = us_since(&t0);
@@ -181,11 +222,30 @@ bool ibckpt_qp_internal_pending(struct ibckpt_qp *qp)
 }
 
 /**
+ * ibckpt_qp_internal_wr_id() - the wr_id of the QP's internal requests
+ * @qp: a QP with a send queue; on the control thread, or the QP going
+ *
+ * Its token, allocated at the first call (after a reset or destroy with
+ * one outstanding, a new one: the old one is its CQ's orphan).
+ * Return: the wr_id, or 0 without memory.
+ */
+uint64_t ibckpt_qp_internal_wr_id(struct ibckpt_qp *qp)
+{
+	if (!qp->internal.tok)
+		qp->internal.tok = malloc(sizeof(*qp->internal.tok));
+	return (uintptr_t)qp->internal.tok;
+}
+
+/**
  * ibckpt_qp_internal_forget() - the QP's internal request will not complete
  * @qp: a QP destroyed, or reset (its queue emptied without completions)
+ *
+ * Its completion may be in the CQ already: the request's token stays the
+ * CQ's, an orphan, until that completion or the CQ is gone (above).
  */
 void ibckpt_qp_internal_forget(struct ibckpt_qp *qp)
 {
+	struct ibckpt_internal_tok *tok;
 	struct ibckpt_cq *cq;
 
 	if (!qp->vqp.qp.send_cq)
@@ -193,10 +253,67 @@ void ibckpt_qp_internal_forget(struct ibckpt_qp *qp)
 	cq = to_icq(qp->vqp.qp.send_cq);
 	ibckpt_spin_lock(&cq->lock);
 	if (qp->internal.pending) {
+		tok = qp->internal.tok;
+		tok->next = cq->orphans;
+		cq->orphans = tok;
+		qp->internal.tok = NULL;
 		qp->internal.pending = false;
-		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+		qp->internal.status = IBV_WC_WR_FLUSH_ERR;
+		ibckpt_dbg("QP %u: an internal request outstanding at a reset or destroy: its "
+			   "completion, if any, is dropped", qp->vqp.qp.qp_num);
 	}
 	ibckpt_spin_unlock(&cq->lock);
+}
+
+/**
+ * ibckpt_qp_internal_gone() - the QP's shadow is freed
+ * @qp: destroyed: its vendor QP too
+ */
+void ibckpt_qp_internal_gone(struct ibckpt_qp *qp)
+{
+	ibckpt_qp_internal_forget(qp);
+	free(qp->internal.tok);		/* not an orphan: nothing names it */
+	qp->internal.tok = NULL;
+}
+
+/**
+ * ibckpt_cq_orphan() - is @wc the completion of an orphan of @cq? If so it goes
+ * @cq: its lock held
+ * @wc: a completion as the vendor gave it (its QPN the vendor's)
+ */
+bool ibckpt_cq_orphan(struct ibckpt_cq *cq, const struct ibv_wc *wc)
+{
+	struct ibckpt_internal_tok **p, *tok;
+
+	if (wc->status == IBV_WC_SUCCESS && (wc->opcode & IBV_WC_RECV))
+		return false;
+	for (p = &cq->orphans; (tok = *p) != NULL; p = &tok->next) {
+		if ((uintptr_t)tok != wc->wr_id || tok->qpn != wc->qp_num)
+			continue;
+		*p = tok->next;
+		free(tok);
+		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+		ibckpt_dbg("CQ: an orphaned internal request's completion dropped (status %d)",
+			   (int)wc->status);
+		return true;
+	}
+	return false;
+}
+
+/**
+ * ibckpt_cq_orphans_drop() - the orphans' completions cannot come any more
+ * @cq: its lock held; its vendor CQ empty with the context's gate closed
+ *	(no poller holds a completion taken from it), or gone
+ */
+void ibckpt_cq_orphans_drop(struct ibckpt_cq *cq)
+{
+	struct ibckpt_internal_tok *tok;
+
+	while ((tok = cq->orphans) != NULL) {
+		cq->orphans = tok->next;
+		free(tok);
+		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+	}
 }
 
 /*
@@ -223,7 +340,7 @@ static bool internal_completion(struct ibckpt_qp *qp, struct ibckpt_cq *cq,
 		ibckpt_wrlog_complete(&qp->sq, wc->wr_id, false);
 	ibckpt_spin_unlock(&qp->sq_lock);
 	if (mine) {
-		qp->internal.pending = false;
+		qp->internal.pending = false;	/* its token stays, for the next one */
 		qp->internal.status = wc->status;
 		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
 		ibckpt_dbg("QP %u: internal request completed, status %d", qp->vqp.qp.qp_num,

@@ -3106,6 +3106,20 @@ static struct ibv_qp *rts_qp(struct ibv_cq *cq)
 	return q;
 }
 
+/* A QP reset by the application taken to RTS again, as rts_qp() did. */
+static bool rts_qp_again(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT };
+
+	if (ibckpt_modify_qp(q, &a, IBV_QP_STATE))
+		return false;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024 };
+	if (ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PATH_MTU))
+		return false;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 1 };
+	return !ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT);
+}
+
 /* The application posts one request of 8 bytes (a READ or atomic from the peer's 0x5000). */
 static void app_post(struct ibv_qp *q, enum ibv_wr_opcode op, uint64_t wr_id, unsigned int flags)
 {
@@ -3130,10 +3144,10 @@ static void app_post_recv(struct ibv_qp *q, uint64_t wr_id)
 	CHECK_EQ(ibckpt_post_recv(q, &wr, &bad), 0);
 }
 
-/* The wr_id the provider gives its internal requests on q. */
+/* The wr_id the provider gives its internal requests on q (its token's). */
 static uint64_t internal_wr_id(struct ibv_qp *q)
 {
-	return (uintptr_t)&to_iqp(q)->internal;
+	return ibckpt_qp_internal_wr_id(to_iqp(q));
 }
 
 /*
@@ -3201,6 +3215,7 @@ static void internal_request_late(void)
 	struct ibv_wc wc[4];
 	struct ibv_cq *cq;
 	struct ibv_qp *q;
+	uint32_t moved = 0;
 
 	app_init();
 	cq = app_cq(NULL, NULL);
@@ -3229,11 +3244,17 @@ static void internal_request_late(void)
 	v.hold_polls = 0;
 	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 1000), 0);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
-	/* a QP destroyed with one outstanding: its CQ's polls go the usual way again */
+	/*
+	 * a QP destroyed with one outstanding: an orphan of the CQ until a
+	 * drain finds the vendor's CQ empty; then its polls go the usual way
+	 */
 	v.hold_polls = -1;
 	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), 0);
 	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK(to_icq(cq)->orphans != NULL);
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
 	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
 	app_destroy_cq(cq);
 	app_fini();
@@ -3477,6 +3498,116 @@ static void fence_after_a_restart(void)
 	app_fini();
 }
 
+/*
+ * review M1: a poll whose vendor batch held a late internal completion
+ * polls the vendor again for what it dropped: ibv_poll_cq(cq, 1) with the
+ * fence's completion and the application's SEND behind it returns the
+ * SEND (before: 0, and the SEND only at the next poll; an event-driven
+ * application slept on it, and a cq_ex poll of one said ENOENT). Also
+ * behind completions the private queue served first.
+ */
+static void poll_refills_behind_an_internal_completion(void)
+{
+	struct ibv_send_wr w = { .opcode = IBV_WR_RDMA_READ };
+	struct ibv_wc wc[4], d = { .wr_id = 5, .opcode = IBV_WC_RECV, .qp_num = 0x66 };
+	struct ibckpt_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t moved = 0;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	v.hold = true;
+	v.hold_polls = -1;
+	app_post(q, IBV_WR_RDMA_READ, 1, 0);
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	app_post(q, IBV_WR_SEND, 9, IBV_SEND_SIGNALED);
+	vendor_delivers();				/* the fence's, then the SEND's */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 9);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK(!ibckpt_qp_internal_pending(qp));
+	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
+
+	/* one drained completion first, then the vendor's for the rest */
+	app_post_recv(q, 5);
+	v.cqe[v.ncqe++] = d;
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	app_post(q, IBV_WR_SEND, 10, IBV_SEND_SIGNALED);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_poll_cq(cq, 2, wc), 2);
+	CHECK_EQ(wc[0].wr_id, 5);
+	CHECK_EQ(wc[1].wr_id, 10);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * review M2: an internal request outstanding when the application resets
+ * or destroys its QP, its completion already in the vendor's CQ (rxe takes
+ * nothing out of a CQ at either): the completion is dropped when polled
+ * (before: the application got it, with the provider's wr_id, and on the
+ * plain path it retired a request of the reset log). One whose completion
+ * never came goes at the next drain that empties the CQ with the gate
+ * closed.
+ */
+static void internal_request_orphaned(void)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_send_wr w = { .opcode = IBV_WR_RDMA_READ };
+	struct ibckpt_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t moved = 0;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	qp = to_iqp(q);
+	v.hold = true;
+	v.hold_polls = -1;
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+
+	/* reset before it completed: it never does; the application's go on */
+	CHECK(rts_qp_again(q));
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	v.nheld = 0;
+	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK(rts_qp_again(q));
+	app_post(q, IBV_WR_SEND, 7, IBV_SEND_SIGNALED);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 7);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+
+	/* destroyed, its completion in the CQ: the next QP's polls never see it */
+	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	q = rts_qp(cq);
+	app_post(q, IBV_WR_SEND, 8, IBV_SEND_SIGNALED);
+	vendor_delivers();
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 8);
+	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -3528,5 +3659,7 @@ int main(void)
 	RUN(fence_that_does_not_complete);
 	RUN(fence_failing);
 	RUN(fence_after_a_restart);
+	RUN(poll_refills_behind_an_internal_completion);
+	RUN(internal_request_orphaned);
 	return unit_done();
 }
