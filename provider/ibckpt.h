@@ -273,7 +273,11 @@ struct ibckpt_qp_internal {
 struct ibckpt_qp_fence {
 	struct timespec at;			/* posted at (CLOCK_MONOTONIC) */
 	unsigned int ms;			/* to be waited for this long at most */
-	bool posted;				/* by this release check, not waited for yet */
+	uint8_t kind;				/* enum ibckpt_fence_kind: planned or posted */
+	bool planned;				/* by this release's checks, not posted yet */
+	bool posted;				/* by this release, not waited for yet */
+	struct ibv_send_wr wr;			/* the planned fence, the vendor's terms */
+	struct ibckpt_qp *next;			/* on the list a release waits on */
 	struct ibv_mr *mr;			/* an atomic fence's result lands in buf */
 	void *buf;
 };

@@ -900,7 +900,8 @@ static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct 
  * RNR retry rewinds the send PSN to what the peer expects) or sent in part
  * would be forgotten by the release. Each logged request took its packets'
  * PSNs (wrlog.h): the QP's next PSN must be the one after all of them.
- * Return: 0, or EBUSY (with the reason).
+ * Return: 0, EBUSY (with the reason), or EOPNOTSUPP if the device cannot
+ * say.
  */
 static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 {
@@ -916,8 +917,11 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 	if (!known)	/* sends logged before the QP had an MTU: the peers' check only */
 		return 0;
 	if (ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &init)) {
-		ibckpt_restart_err("QP %u: query: %s", qp->vqp.qp.qp_num, strerror(errno));
-		return EBUSY;
+		/* not EBUSY: a device that cannot say now is not waited out (review L2) */
+		ibckpt_restart_err("QP %u: the device cannot say its next PSN (%s): its unsignaled "
+				   "requests cannot be shown transmitted", qp->vqp.qp.qp_num,
+				   strerror(errno));
+		return EOPNOTSUPP;
 	}
 	if (a.qp_state != IBV_QPS_RTS || a.sq_psn == want)
 		return 0;
@@ -958,16 +962,15 @@ static int qp_psns_readable(struct ibckpt_qp *qp)
  * trace: they executed if the peer's expected PSN has passed them, which
  * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED). An RDMA
  * READ or atomic among them has a response to come back: an RC QP gets a
- * fence behind them (fence.c), which ibckpt_fence_wait() waits for once
- * every QP was checked. A fence of an earlier check still outstanding is
- * waited for first.
- * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI), ENOMEM.
+ * fence behind them (fence.c) once every QP passed its checks; a fence of
+ * an earlier try still outstanding was waited for before (it is a
+ * signaled request not completed).
+ * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI).
  */
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 {
 	enum ibv_qp_type t = qp->vqp.qp.qp_type;
 	uint32_t live, sig;
-	int err;
 
 	if (qp->opened || qp->xrcd || (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_UD)) {
 		ibckpt_restart_err("QP %u: type %d%s cannot be released yet", qp->vqp.qp.qp_num, t,
@@ -982,9 +985,6 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 	if ((qp->hist.mask & IBV_QP_AV) &&
 	    ibckpt_addr_publishable(&qp->hist.attr.ah_attr, "a QP"))
 		return EOPNOTSUPP;
-	err = ibckpt_fence_earlier(qp);
-	if (err)
-		return err;
 	ibckpt_spin_lock(&qp->sq_lock);
 	live = ibckpt_wrlog_live(&qp->sq);
 	sig = ibckpt_wrlog_signaled(&qp->sq);
@@ -999,10 +999,8 @@ int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
 				   "checked)", qp->vqp.qp.qp_num, live);
 		return EBUSY;
 	}
-	if (live && t != IBV_QPT_UD) {
-		err = qp_sends_transmitted(qp, live);
-		return err || t != IBV_QPT_RC ? err : ibckpt_fence_post(qp);
-	}
+	if (live && t != IBV_QPT_UD)
+		return qp_sends_transmitted(qp, live);
 	return qp_psns_readable(qp);
 }
 
