@@ -100,6 +100,8 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_spin_init(&ctx->key_lock);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
+	ibckpt_vidmap_init(&ctx->mw_virt);
+	ibckpt_vidmap_init(&ctx->mw_real);
 	ibckpt_addrs_init(&ctx->addrs);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
@@ -115,6 +117,8 @@ void ibckpt_context_fini(struct ibckpt_context *ctx)
 	free(ctx->ident);
 	ibckpt_vidmap_destroy(&ctx->lkeys);
 	ibckpt_vidmap_destroy(&ctx->rkeys);
+	ibckpt_vidmap_destroy(&ctx->mw_virt);
+	ibckpt_vidmap_destroy(&ctx->mw_real);
 	ibckpt_addrs_destroy(&ctx->addrs);
 	pthread_mutex_destroy(&ctx->lock);
 }
@@ -397,13 +401,15 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 /**
  * ibckpt_id_taken() - may a new object of @ctx keep the vendor's @id?
  * @ctx: the context it is created on
- * @kind: IBCKPT_ID_QPN, or IBCKPT_ID_RKEY for an MR's keys
+ * @kind: IBCKPT_ID_QPN, or IBCKPT_ID_RKEY for an MR's or a window's key
  * @id: the QPN or key the vendor handed out
  *
  * A new object's virtual ID is the vendor's. After a restart that can be
  * the virtual ID of another object: one of the context's own (the data path
  * would translate it to that object's real one) or one the job knows on the
- * same device (a peer would). Its creator then asks the vendor for another.
+ * same device (a peer would). A key is taken whole by an MR's, and by its
+ * index alone by a window's (whose key byte moves: remap.c). Its creator
+ * then asks the vendor for another.
  * Return: true if @id is taken.
  */
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
@@ -420,11 +426,13 @@ bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
 	} else {
 		ibckpt_spin_lock(&ctx->key_lock);
 		local = ibckpt_vidmap_find(&ctx->lkeys, id, 0) ||
-			ibckpt_vidmap_find(&ctx->rkeys, id, 0);
+			ibckpt_vidmap_find(&ctx->rkeys, id, 0) ||
+			ibckpt_vidmap_find(&ctx->mw_virt, id >> 8, 0);
 		ibckpt_spin_unlock(&ctx->key_lock);
 	}
 	vdev = ctx->ident ? ctx->ident->vdev : ibv_get_device_guid(ctx->real->device);
-	return local || ibckpt_remap_taken(kind, vdev, id);
+	return local || ibckpt_remap_taken(kind, vdev, id) ||
+	       (kind == IBCKPT_ID_RKEY && ibckpt_remap_taken(IBCKPT_ID_MW, vdev, id));
 }
 
 /* What peers know the context by: taken at its first release, kept after. */

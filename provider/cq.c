@@ -189,16 +189,20 @@ static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, st
  * retired, one by one, so that the CQ's last QP translates the run of
  * completions that follows it, as it retires them, without the context's
  * table and its lock (a line every poller of the context would write);
- * only a completion of another QP takes them.
+ * only a completion of another QP takes them. A context with type 2
+ * windows also has each receive completion checked for a peer's
+ * invalidation of one (mw.c), remapped or not.
  */
-static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx,
-						       struct ibckpt_cq *cq,
-						       struct ibv_wc *wc, int n)
+static __attribute__((noinline)) void retire_slow(struct ibckpt_context *ctx,
+						  struct ibckpt_cq *cq,
+						  struct ibv_wc *wc, int n)
 {
 	int i;
 
 	for (i = 0; i < n; i++) {
-		wc_remap(ctx, cq, &wc[i]);
+		if (ctx->remapped)
+			wc_remap(ctx, cq, &wc[i]);
+		ibckpt_mw_wc(ctx, &wc[i]);
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	}
 }
@@ -206,7 +210,8 @@ static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx
 /*
  * A provider-internal request is outstanding on a queue completing here
  * (qp_internal.c), or an orphan of one: each completion is translated if
- * need be and retired on its own, and the internal request's is taken
+ * need be, looked at for a window's invalidation (as retire_slow() does),
+ * and retired on its own, and the internal request's is taken
  * out. A poll's full batch (@n of @ne asked) that lost one has the vendor
  * asked again for as many, until it has no more, so that the
  * application's completions behind it are not left for its next poll
@@ -227,6 +232,8 @@ static __attribute__((noinline)) int retire_internal(struct ibckpt_context *ctx,
 				continue;
 			if (ctx->remapped)
 				wc_remap(ctx, cq, &wc[i]);
+			if (ctx->poll_slow)
+				ibckpt_mw_wc(ctx, &wc[i]);
 			if (!ibckpt_qp_retire_checked(ctx, cq, &wc[i]))
 				continue;
 			if (k != i)
@@ -256,8 +263,8 @@ static inline int retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq
 
 	if (__builtin_expect(atomic_load_explicit(&cq->internal, memory_order_relaxed) != 0, 0))
 		return retire_internal(ctx, cq, wc, n, ne);
-	if (__builtin_expect(ctx->remapped, 0)) {
-		retire_remapped(ctx, cq, wc, n);
+	if (__builtin_expect(ctx->poll_slow, 0)) {
+		retire_slow(ctx, cq, wc, n);
 		return n;
 	}
 	for (i = 0; i < n; i++)

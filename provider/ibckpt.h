@@ -89,6 +89,11 @@ struct ibckpt_context {
 	struct ibckpt_gate gate;		/* hot: first */
 	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
 	bool remapped;				/* virtual != real IDs (after restart) */
+	/*
+	 * Polls look at each completion (cq.c): remapped, or type 2 windows
+	 * exist, which a peer's send with invalidate changes.
+	 */
+	bool poll_slow;
 	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
@@ -98,7 +103,9 @@ struct ibckpt_context {
 	struct ibckpt_vidmap xsrqs;		/* XRC SRQ handle -> shadow SRQ (srq.c) */
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
-	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR or MW */
+	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR */
+	struct ibckpt_vidmap mw_virt;		/* window's virtual index -> real one, window */
+	struct ibckpt_vidmap mw_real;		/* ... its real index -> virtual one, window */
 	struct ibckpt_addrs addrs;		/* virtual LIDs and GIDs (addr.h) */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
@@ -126,19 +133,27 @@ struct ibckpt_mr {
 };
 
 /*
- * A memory window. Its rkey is the vendor's (a bind picks a new one). The
- * last bind through ibv_bind_mw() or a posted IBV_WR_BIND_MW is kept for
- * snapshots; it is the one in force once the send queue has drained.
+ * A memory window. The application's rkey (ibv_mw.rkey) is virtual: a
+ * 24-bit index, the same for the window's whole life, and a key byte that
+ * each bind moves. Behind it the vendor's window (real->rkey, kept current
+ * by every bind posted here) has its own index, and a key byte that differs
+ * from the virtual one by key_off: equal until a restart, and for type 2
+ * windows always (their binds name the byte). Both indexes are in the
+ * context's tables (keys.c), so that a request or completion naming either
+ * finds the window in O(1). The last bind posted, or its invalidation, is
+ * the window's state at a release (every request has completed then).
  */
 struct ibckpt_mw {
 	struct ibv_mw ibv_mw;
 	struct ibv_mw *real;
 	struct ibckpt_obj obj;
-	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR, NULL if unbound */
-	uint32_t bound_rkey;
-	uint32_t rkey_gen;			/* bound_rkey's entry in ctx->rkeys */
+	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR; NULL if unbound */
+	struct ibckpt_qp *qp;			/* type 2, bound: the QP that bound it */
+	uint32_t vrkey;				/* the key peers know (last bind's, virtual) */
+	uint32_t vidx_gen, ridx_gen;		/* entries in ctx->mw_virt, ctx->mw_real */
+	uint8_t key_off;			/* real key byte - virtual key byte */
+	bool unsure;				/* a bind or invalidate of it failed */
 };
-
 struct ibckpt_ah {
 	struct ibv_ah ibv_ah;
 	struct ibv_ah *real;
@@ -244,6 +259,7 @@ struct ibckpt_qp_rel {
 	uint32_t sq_psn, rq_psn;
 	uint64_t peer_vdev;			/* device of its RC/UC destination */
 	uint32_t qpn_virt_gen;			/* entry in ctx->qpn_virt */
+	bool at_rts;				/* moved to RTS before GO (ibckpt_qp_rts()) */
 };
 
 /*
@@ -581,7 +597,15 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr);
 struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int ibckpt_dealloc_mw(struct ibv_mw *mw);
 int ibckpt_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
-void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey);
+void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey,
+		     struct ibckpt_qp *qp);
+struct ibckpt_mw *ibckpt_mw_find(struct ibckpt_context *ctx, uint32_t rkey, bool real);
+void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c);
+void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
+		      struct ibckpt_qp *qp);
+void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc);
+void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e);
+void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp);
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibckpt_destroy_ah(struct ibv_ah *ah);
 typedef struct ibv_cq *(*ibckpt_make_cq_fn)(struct ibckpt_cq *cq,

@@ -124,6 +124,7 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 	tab_size = rtab_size = size;
 	for (i = 0; i < n; i++) {
 		const struct ibckpt_ident *e = &id[i];
+		struct ibckpt_ident mw;
 		uint32_t h;
 
 		switch (e->kind) {
@@ -135,6 +136,12 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 			break;
 		case IBCKPT_ID_QPN:
 		case IBCKPT_ID_RKEY:
+			break;
+		case IBCKPT_ID_MW:	/* by index: real index and key offset */
+			mw = (struct ibckpt_ident){
+				.kind = e->kind, .vdev = e->vdev, .vid = e->vid >> 8,
+				.real = (e->real & ~0xffu) | ((e->real - e->vid) & 0xff) };
+			e = &mw;
 			break;
 		default:
 			ibckpt_remap_clear();
@@ -177,6 +184,29 @@ bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *rea
 	return false;
 }
 
+/**
+ * ibckpt_remap_rkey() - what a peer's rkey is now
+ * @vdev: the peer's device
+ * @vkey: an rkey its application handed out: an MR's, or a window's with
+ *	whatever key byte its binds gave it since
+ * @real: set to the key to name now
+ *
+ * An MR's key is found whole; a window's by its index, its key byte moved
+ * by the window's offset (IBCKPT_ID_MW). Two lookups at most: O(1).
+ * Return: false if the job does not know it.
+ */
+bool ibckpt_remap_rkey(uint64_t vdev, uint32_t vkey, uint32_t *real)
+{
+	uint32_t r;
+
+	if (ibckpt_remap_find(IBCKPT_ID_RKEY, vdev, vkey, real))
+		return true;
+	if (!ibckpt_remap_find(IBCKPT_ID_MW, vdev, vkey >> 8, &r))
+		return false;
+	*real = (r & ~0xffu) | ((vkey + r) & 0xff);
+	return true;
+}
+
 /* Has the process been through a REMAP (a table of the job's identities)? */
 bool ibckpt_remap_active(void)
 {
@@ -185,7 +215,8 @@ bool ibckpt_remap_active(void)
 
 /**
  * ibckpt_remap_taken() - does the job know @id as another object's virtual ID?
- * @kind: IBCKPT_ID_QPN or IBCKPT_ID_RKEY
+ * @kind: IBCKPT_ID_QPN, IBCKPT_ID_RKEY, or IBCKPT_ID_MW (@id's index taken
+ *	by a window's)
  * @vdev: the device it is on
  * @id: an ID the vendor just handed out for a new object
  *
@@ -199,6 +230,8 @@ bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id)
 {
 	uint32_t real;
 
+	if (kind == IBCKPT_ID_MW)	/* a window standing for itself: same index, same byte */
+		return ibckpt_remap_find(kind, vdev, id >> 8, &real) && real != (id & ~0xffu);
 	return ibckpt_remap_find(kind, vdev, id, &real) && real != id;
 }
 

@@ -170,12 +170,12 @@ static void release_check(struct ibckpt_context *ctx, uint32_t flags,
 		err = 0;
 		switch (o->type) {
 		case IBCKPT_SNAP_XRCD:
-		case IBCKPT_SNAP_MW:
-			ibckpt_restart_err("%s: %s cannot be released yet",
-					   ctx->vctx.context.device->name,
-					   o->type == IBCKPT_SNAP_MW ? "a memory window" :
-					   "an XRC domain");
+			ibckpt_restart_err("%s: an XRC domain cannot be released yet",
+					   ctx->vctx.context.device->name);
 			err = EOPNOTSUPP;
+			break;
+		case IBCKPT_SNAP_MW:
+			err = ibckpt_mw_release_check(OBJ(o, struct ibckpt_mw));
 			break;
 		case IBCKPT_SNAP_SRQ:
 			if (OBJ(o, struct ibckpt_srq)->type != IBV_SRQT_BASIC) {
@@ -259,6 +259,14 @@ static void release_objects(struct ibckpt_context *ctx, bool again)
 {
 	struct ibckpt_obj *o;
 
+	/*
+	 * Windows first, whenever they were allocated: a vendor may refuse to
+	 * deregister an MR a window is bound to (rxe, IBA 10.6.7.2.6), and
+	 * rxe's type 2 window holds the QP that bound it.
+	 */
+	for_each_obj(ctx, o, true)
+		if (o->type == IBCKPT_SNAP_MW)
+			ibckpt_mw_release(OBJ(o, struct ibckpt_mw));
 	for_each_obj(ctx, o, true) {
 		switch (o->type) {
 		case IBCKPT_SNAP_QP:
@@ -509,6 +517,9 @@ static int recreate_objects(struct ibckpt_context *ctx)
 		case IBCKPT_SNAP_QP:
 			err = ibckpt_qp_recreate(OBJ(o, struct ibckpt_qp));
 			break;
+		case IBCKPT_SNAP_MW:	/* unbound yet: bound again below, and at REMAP */
+			err = ibckpt_mw_recreate(OBJ(o, struct ibckpt_mw));
+			break;
 		}		/* AHs wait for their destinations' addresses (REMAP) */
 		if (err)
 			return err;
@@ -522,7 +533,8 @@ static int recreate_objects(struct ibckpt_context *ctx)
 		if (err)
 			return err;
 	}
-	return 0;
+	/* type 1 windows bound again (their keys published); type 2 ones at REMAP */
+	return ibckpt_mw_bind_type1(ctx);
 }
 
 /**
@@ -618,6 +630,7 @@ void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 	struct ibckpt_obj *o;
 
 	ctx->remapped = true;
+	ctx->poll_slow = true;
 	for_each_obj(ctx, o, false)
 		if (o->type == IBCKPT_SNAP_QP)
 			ibckpt_qp_set_paths(OBJ(o, struct ibckpt_qp));
@@ -659,6 +672,17 @@ int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n)
 				err = ibckpt_qp_to_rtr(OBJ(o, struct ibckpt_qp));
 			if (err)
 				break;
+		}
+		/*
+		 * Type 2 windows bound again through their own QPs, now at RTR:
+		 * before GO, so that no peer's request reaches one unbound (GO
+		 * is when any process of the job posts again).
+		 */
+		for_each_obj(ctx, o, false) {
+			if (err)
+				break;
+			if (o->type == IBCKPT_SNAP_MW)
+				err = ibckpt_mw_rebind(OBJ(o, struct ibckpt_mw));
 		}
 	}
 	return err;

@@ -50,6 +50,7 @@ int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 /* remap.c: the identities of every process of the job, from REMAP. */
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n);
 bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *real);
+bool ibckpt_remap_rkey(uint64_t vdev, uint32_t vkey, uint32_t *real);
 bool ibckpt_remap_active(void);
 bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid);
 bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id);
@@ -119,6 +120,12 @@ int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);
 void ibckpt_qp_set_paths(struct ibckpt_qp *qp);
 void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx);
 int ibckpt_qp_to_rts(struct ibckpt_qp *qp);
+int ibckpt_qp_rts(struct ibckpt_qp *qp);
+int ibckpt_mw_release_check(struct ibckpt_mw *mw);
+void ibckpt_mw_release(struct ibckpt_mw *mw);
+int ibckpt_mw_recreate(struct ibckpt_mw *mw);
+int ibckpt_mw_bind_type1(struct ibckpt_context *ctx);
+int ibckpt_mw_rebind(struct ibckpt_mw *mw);
 void ibckpt_ah_release(struct ibckpt_ah *ah);
 int ibckpt_ah_recreate(struct ibckpt_ah *ah);
 

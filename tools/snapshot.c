@@ -267,6 +267,8 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		if (m->mr)
 			fprintf(f, " bound to mr %u addr %#" PRIx64 " len %" PRIu64 " access %#x",
 				m->mr, (uint64_t)m->addr, (uint64_t)m->length, m->access);
+		if (m->qp)
+			fprintf(f, " through qp %u", m->qp);
 		fputc('\n', f);
 		break;
 	}
@@ -433,9 +435,10 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		const struct ibckpt_snap_mw *m = pl;
 
 		fprintf(f, "{\"handle\":%u,\"pd\":%u,\"type\":%u,\"vrkey\":%u,\"rkey\":%u,"
-			"\"mr\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"access\":%u}",
+			"\"mr\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"access\":%u,"
+			"\"qp\":%u}",
 			m->handle, m->pd, m->type, m->vrkey, m->rkey, m->mr, (uint64_t)m->addr,
-			(uint64_t)m->length, m->access);
+			(uint64_t)m->length, m->access, m->qp);
 		break;
 	}
 	}

@@ -186,8 +186,9 @@ static void memory_windows_and_binds_are_printed(void)
 	m = snapw_add(&w, IBCKPT_SNAP_MW, sizeof(*m));
 	m->handle = 5;
 	m->pd = 1;
-	m->type = 1;
+	m->type = 2;
 	m->vrkey = m->rkey = 0x2a01;
+	m->qp = 4;
 	m->mr = 2;
 	m->addr = 0x1000;
 	m->length = 64;
@@ -207,16 +208,18 @@ static void memory_windows_and_binds_are_printed(void)
 	CHECK_EQ(validate(&w, err), 0);
 
 	out = printed(w.buf, true);
-	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":1,\"vrkey\":10753,"
-			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2}]") != NULL);
+	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":2,\"vrkey\":10753,"
+			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2,"
+			  "\"qp\":4}]") != NULL);
 	CHECK(strstr(out, "\"bind\":{\"mw\":5,\"mr\":2,\"addr\":4096,\"length\":64,"
 			  "\"access\":2}") != NULL);
 	free(out);
 
 	out = printed(w.buf, false);
-	CHECK(strstr(out, "mw 5: pd 1 type 1 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
+	CHECK(strstr(out, "mw 5: pd 1 type 2 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
 	      != NULL);
 	CHECK(strstr(out, "bind mw 5 rkey 0x2a01 to mr 2") != NULL);
+	CHECK(strstr(out, "access 0x2 through qp 4\n") != NULL);
 	free(out);
 	snapw_free(&w);
 }

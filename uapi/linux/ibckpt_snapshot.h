@@ -502,13 +502,15 @@ struct ibckpt_snap_ah {
  * @handle: the window's handle
  * @pd: handle of its PD
  * @type: IBV_MW_TYPE_1 or IBV_MW_TYPE_2
- * @vrkey: rkey the application holds
- * @rkey: the vendor's rkey
- * @mr: handle of the MR it is bound to, 0 if unbound
+ * @vrkey: rkey the application and its peers know (its last bind's)
+ * @rkey: the vendor's rkey for it, 0 while released
+ * @mr: handle of the MR it is bound to, 0 if unbound (never bound, unbound,
+ *	or invalidated)
  * @access: IBV_ACCESS_* flags of the bind
+ * @qp: a bound type 2 window: handle of the QP that bound it, the only one
+ *	it answers; else 0
  * @addr: start of the bound range
  * @length: bytes bound
- * @pad: 0
  */
 struct ibckpt_snap_mw {
 	__u32 handle;
@@ -518,7 +520,7 @@ struct ibckpt_snap_mw {
 	__u32 rkey;
 	__u32 mr;
 	__u32 access;
-	__u32 pad;
+	__u32 qp;
 	__u64 addr;
 	__u64 length;
 };
