@@ -137,16 +137,19 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct ibckpt_mw *mw = to_imw(ibmw);
 	struct ibckpt_context *ctx = to_ictx(ibmw->context);
+	uint32_t ridx;
 	int ret;
 
 	ret = ibckpt_gate_enter(&ctx->gate);
 	if (ret)
 		return ret;
+	ridx = MW_INDEX(mw->real->rkey);	/* the vendor frees its window */
 	ret = ibv_dealloc_mw(mw->real);
 	if (!ret) {
 		ibckpt_spin_lock(&ctx->key_lock);	/* no poller or post finds it any more */
 		ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);
-		mw_real_del(ctx, mw);
+		ibckpt_vidmap_remove(&ctx->mw_real, ridx, mw->ridx_gen);
+		mw->real = NULL;
 		ibckpt_spin_unlock(&ctx->key_lock);
 		ibckpt_obj_del(ctx, &mw->obj);
 	}

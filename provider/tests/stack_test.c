@@ -78,6 +78,8 @@ static struct {
 	union ibv_gid mgid[4];		/* the groups the vendor's QPs are attached to */
 	int nmgid;
 	uint32_t srq_armed;		/* the last limit armed on a vendor SRQ */
+	int mw_binds;			/* ibv_bind_mw() calls */
+	struct ibv_mr *mw_bound_to;	/* ... the last one's MR */
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
 	int nids, next_id;
@@ -130,6 +132,8 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -351,6 +355,41 @@ static struct ibv_qp *fake_open_qp(struct ibv_context *c, struct ibv_qp_open_att
 	return fake_qp(c, a->qp_type, a->qp_num);
 }
 
+/*
+ * The vendor's windows: keys from v.ids (else 0x8000110), index in bits
+ * 31-8 as rxe's. A type 1 bind through ibv_bind_mw() takes the next key
+ * byte, as rxe's does, and completes at once; so does an internal bind
+ * posted (the provider's wr_id).
+ */
+static struct ibv_mw *fake_alloc_mw(struct ibv_pd *p, enum ibv_mw_type type)
+{
+	struct ibv_mw *m = fake_alloc(sizeof(*m));
+
+	m->context = p->context;
+	m->pd = p;
+	m->type = type;
+	m->rkey = vendor_id(0x8000110);
+	return m;
+}
+
+static int fake_dealloc_mw(struct ibv_mw *m)
+{
+	free(m);
+	v.destroyed++;
+	return 0;
+}
+
+static int fake_bind_mw(struct ibv_qp *q, struct ibv_mw *m, struct ibv_mw_bind *b)
+{
+	m->rkey = (m->rkey & ~0xffu) | ((m->rkey + 1) & 0xff);
+	v.mw_binds++;
+	v.mw_bound_to = b->bind_info.mr;
+	if (b->send_flags & IBV_SEND_SIGNALED)
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = b->wr_id, .qp_num = q->qp_num,
+						   .opcode = IBV_WC_BIND_MW };
+	return 0;
+}
+
 static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	if (q->qp_type == IBV_QPT_XRC_RECV) {	/* a target QP has no send queue */
@@ -444,6 +483,9 @@ static void vendor_init(void)
 	vendor.query_device_ex = fake_query_device_ex;
 	vendor.context.ops.post_srq_recv = fake_post_srq_recv;
 	vendor.context.ops.post_send = fake_post_send;
+	vendor.context.ops.alloc_mw = fake_alloc_mw;
+	vendor.context.ops.dealloc_mw = fake_dealloc_mw;
+	vendor.context.ops.bind_mw = fake_bind_mw;
 	vendor.context.ops.post_recv = fake_post_recv;
 	vendor.context.ops.poll_cq = fake_poll_cq;
 }
@@ -2012,11 +2054,14 @@ static void new_objects_avoid_virtual_ids(void)
 		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x70, .real = 0x70 },
 		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x71, .real = 0x98 },
 		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
+		{ .kind = IBCKPT_ID_MW, .vdev = 0xd, .vid = 0x8000105, .real = 0x9000230 },
 	};
 	static char buf[64];
-	uint32_t gen;
+	uint32_t gen, wgen;
 	struct ibv_qp *qp, *qp2;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr, *mr2;
+	struct ibv_mw *mw, *mw2;
+	static int own_mw;
 	struct ibv_cq *cq;
 	int own, i;
 
@@ -2032,9 +2077,11 @@ static void new_objects_avoid_virtual_ids(void)
 	CHECK(ctx->ident != NULL);
 	ctx->ident->vdev = 0xd;
 	ibckpt_ctx_set_remapped(ctx);
-	CHECK_EQ(ibckpt_remap_set(job, 4), 0);
+	CHECK_EQ(ibckpt_remap_set(job, 5), 0);
 	/* the context's own restored QP is virtual 0x68 (real 0x90) */
 	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpns, 0x68, 0x90, &own, &gen), 0);
+	/* ... and its own restored window has index 0x80004 */
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->mw_virt, 0x80004, 0x91111, &own_mw, &wgen), 0);
 
 	memset(v.ids, 0, sizeof(v.ids));
 	v.ids[0] = 0x66;	/* the job's, on this device */
@@ -2063,6 +2110,34 @@ static void new_objects_avoid_virtual_ids(void)
 	CHECK_EQ(mr->rkey, 0x501);
 	CHECK_EQ(v.destroyed, 1);
 
+	/* a window, or an MR, whose index a window of the job holds (0x80001: the job's) */
+	v.ids[0] = 0x80001aa;
+	v.ids[1] = 0x8000233;
+	v.ids[2] = 0x80001bb;
+	v.ids[3] = 0x80003cc;
+	v.nids = 4;
+	v.next_id = 0;
+	v.destroyed = 0;
+	mw = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mw != NULL);
+	CHECK_EQ(mw->rkey, 0x8000233);
+	CHECK_EQ(v.destroyed, 1);
+	mr2 = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr2 != NULL);
+	CHECK_EQ(mr2->rkey, 0x80003cc);
+	CHECK_EQ(v.destroyed, 2);
+	/* ... or one of the context's own windows does */
+	v.ids[0] = 0x80004ff;
+	v.ids[1] = 0x8000555;
+	v.nids = 2;
+	v.next_id = 0;
+	mw2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mw2 != NULL);
+	CHECK_EQ(mw2->rkey, 0x8000555);
+	CHECK_EQ(ibckpt_dealloc_mw(mw2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(mw), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr2)->vmr), 0);
+
 	/* a vendor that hands out nothing else: refused, nothing kept */
 	for (i = 0; i <= IBCKPT_ID_TRIES; i++)
 		v.ids[i] = 0x66;
@@ -2079,6 +2154,7 @@ static void new_objects_avoid_virtual_ids(void)
 
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_vidmap_remove(&ctx->qpns, 0x68, gen), 0);
+	CHECK_EQ(ibckpt_vidmap_remove(&ctx->mw_virt, 0x80004, wgen), 0);
 	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
 	CHECK_EQ(ibckpt_destroy_qp(qp2), 0);
 	app_destroy_cq(cq);
@@ -4061,6 +4137,305 @@ static void no_fence_asked(void)
 	app_fini();
 }
 
+
+/* ---- memory windows (restart.rst, "Memory windows") ---- */
+
+static struct ibv_send_wr bind_wr(struct ibv_mw *mw, struct ibv_mr *mr, uint32_t rkey, void *addr)
+{
+	return (struct ibv_send_wr){
+		.wr_id = 1, .opcode = IBV_WR_BIND_MW,
+		.bind_mw = { .mw = mw, .rkey = rkey,
+			     .bind_info = { .mr = mr, .addr = (uintptr_t)addr, .length = 64,
+					    .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } },
+	};
+}
+
+static int post1(struct ibv_qp *q, struct ibv_send_wr wr)
+{
+	struct ibv_send_wr *bad;
+
+	return ibckpt_post_send(q, &wr, &bad);
+}
+
+/* A peer's send that invalidated @rkey, as the vendor reports it (rxe's flag, 1 << 2). */
+static void peer_invalidates(uint32_t rkey, unsigned int flags)
+{
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .wc_flags = flags, .invalidated_rkey = rkey };
+}
+
+/*
+ * A window's state is its last bind or invalidate: binds posted (type 2)
+ * or through ibv_bind_mw() (type 1), a local invalidate (which leaves the
+ * one-request path for it), a peer's send with invalidate seen at the poll
+ * (by IBV_WC_WITH_INV or rxe's bit, the key checked; one with immediate
+ * data is not); a bind that fails makes it unknown, and the release then
+ * refuses the process.
+ */
+static void windows_follow_binds_and_invalidations(void)
+{
+	static char buf[256];
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	app_post_recv(q, 20);
+	app_post_recv(q, 21);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(mr != NULL);
+	CHECK(!ctx->poll_slow);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(w2 != NULL);
+	CHECK(ctx->poll_slow);		/* a peer can invalidate it: polls look */
+	CHECK_EQ(w2->rkey, 0x80001a0);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK(v.send.bind_mw.mw == to_imw(w2)->real);
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x80001a1);
+	CHECK_EQ(to_imw(w2)->real->rkey, 0x80001a1);	/* the vendor's window holds its key */
+	CHECK(to_imw(w2)->bind.mr == mr);
+	CHECK(to_imw(w2)->qp == to_iqp(q));
+	w2->rkey = 0x80001a1;				/* as the application does */
+
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 2, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = 0x80001a1 }), 0);
+	CHECK_EQ(v.send.opcode, IBV_WR_LOCAL_INV);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK(to_imw(w2)->qp == NULL);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a2, buf)), 0);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	peer_invalidates(0x80001a2, IBV_WC_GRH | IBV_WC_IP_CSUM_OK);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a3, buf)), 0);
+	peer_invalidates(0x80001a3, IBV_WC_WITH_IMM);	/* immediate data, not a key */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	peer_invalidates(0x80001a7, IBV_WC_WITH_INV);	/* a key it does not have */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(w1 != NULL);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + 64,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK(v.mw_bound_to == to_imr(mr)->real);
+	CHECK_EQ(w1->rkey, 0x80002b1);		/* the vendor's next key */
+	CHECK_EQ(to_imw(w1)->vrkey, 0x80002b1);
+	CHECK(to_imw(w1)->bind.mr == mr);
+	CHECK(to_imw(w1)->qp == NULL);		/* a type 1 window answers any QP */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 3);
+
+	/* a bind that fails: whether it took effect is not known */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a4, buf)), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_MW_BIND_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->unsure);
+	CHECK(!to_imw(w1)->unsure);
+	ctx_list(true);
+	ibckpt_quiesced = true;
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "state is not known") != NULL);
+	ibckpt_quiesced = false;
+	ctx_list(false);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * Windows released and re-created: a type 2 window keeps its key byte on
+ * its new index and is bound again through its own QP with an internal
+ * request (an application's completion met on the way is kept for it); a
+ * type 1 window is bound again through a private QP, its key byte the
+ * vendor's, its offset carried. Afterwards the application's binds,
+ * invalidates and completions speak the keys it knows, and a peer's
+ * window is reached by index.
+ */
+static void windows_come_back_after_a_release(void)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_MW, .vdev = 0xe, .vid = 0x70001f0, .real = 0x7100230 },
+	};
+	static char buf[256];
+	struct ibv_mw *w1, *w2, *w3;
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibckpt_mw *m1, *m2;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = 0 };
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	app_post_recv(q, 20);
+	app_post_recv(q, 21);
+	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS },
+				  IBV_QP_STATE), 0);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.ids[3] = 0x80003c0;
+	v.nids = 4;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	w3 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w1 && w2 && w3);
+	m1 = to_imw(w1);
+	m2 = to_imw(w2);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a1, buf)), 0);
+	w2->rkey = 0x80001a1;
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + 64,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_mw_release_check(m2), 0);
+	CHECK_EQ(ibckpt_mw_release_check(m1), 0);
+
+	v.destroyed = 0;
+	ibckpt_mw_release(m2);
+	ibckpt_mw_release(m1);
+	ibckpt_mw_release(to_imw(w3));
+	CHECK_EQ(v.destroyed, 3);
+	CHECK(m1->bind.mr == mr && m2->bind.mr == mr);	/* the binds stay in the shadows */
+
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	v.ids[0] = 0x9000666;
+	v.ids[1] = 0x9000555;
+	v.ids[2] = 0x9000777;
+	v.nids = 3;
+	v.next_id = 0;
+	CHECK_EQ(ibckpt_mw_recreate(m2), 0);
+	CHECK_EQ(ibckpt_mw_recreate(m1), 0);
+	CHECK_EQ(ibckpt_mw_recreate(to_imw(w3)), 0);
+	CHECK_EQ(m2->key_off, 0);
+	v.mw_binds = 0;
+	CHECK_EQ(ibckpt_mw_bind_type1(ctx), 0);
+	CHECK_EQ(v.mw_binds, 1);			/* w1 only: bound, type 1 */
+	CHECK_EQ(m1->real->rkey, 0x9000556);
+	CHECK_EQ(m1->key_off, (uint8_t)(0x56 - 0xb1));
+	CHECK_EQ(w1->rkey, 0x80002b1);			/* the application's keys stay */
+	CHECK_EQ(w2->rkey, 0x80001a1);
+
+	/* type 2 through its QP; an application's completion on the way stays its own */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 20, .opcode = IBV_WC_RECV, .qp_num = 0x66 };
+	v.hold = true;					/* its completion at the next poll */
+	v.hold_polls = 0;
+	CHECK_EQ(ibckpt_mw_rebind(m2), 0);
+	v.hold = false;
+	CHECK(q->state == IBV_QPS_RTS && to_iqp(q)->rel.at_rts);
+	CHECK(v.send.bind_mw.mw == m2->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90006a1);	/* the key byte peers know */
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK_EQ(m2->real->rkey, 0x90006a1);
+	CHECK_EQ(ibckpt_mw_rebind(to_imw(w3)), 0);	/* unbound: nothing to do */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 20);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 0);	/* the internal one is not the application's */
+	to_iqp(q)->rel.at_rts = false;
+
+	/* restarted: the application's keys are translated */
+	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90006a2);
+	CHECK(v.send.bind_mw.mw == m2->real);
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);	/* the vendor's next, seen as ours */
+	CHECK_EQ(m1->real->rkey, 0x9000557);
+	CHECK_EQ(w1->rkey, 0x80002b2);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = 0x80002b2 }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x9000557);
+	peer_invalidates(0x90006a2, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);	/* the key the application knows */
+	CHECK(m2->bind.mr == NULL);
+
+	/* a peer's window, by its index, whatever key byte its binds gave it */
+	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
+	to_iqp(q)->rel.peer_vdev = 0xe;
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_RDMA_WRITE,
+						 .sg_list = &sge, .num_sge = 1,
+						 .wr = { .rdma = { .remote_addr = 8,
+								   .rkey = 0x70001f3 } } }), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x7100233);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_SEND_WITH_INV,
+						 .sg_list = &sge, .num_sge = 1,
+						 .invalidate_rkey = 0x70001f4 }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x7100234);
+
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w3), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* A type 2 window whose QP is gone cannot be bound again: the release refuses it. */
+static void window_of_a_destroyed_qp_is_refused(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	CHECK(to_imw(w)->qp == to_iqp(q));
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK(to_imw(w)->qp == NULL);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w)), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "gone") != NULL);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -4123,5 +4498,8 @@ int main(void)
 	RUN(posted_fences_waited_behind_a_refusal);
 	RUN(lasting_refusals_are_not_ebusy);
 	RUN(no_fence_asked);
+	RUN(windows_follow_binds_and_invalidations);
+	RUN(windows_come_back_after_a_release);
+	RUN(window_of_a_destroyed_qp_is_refused);
 	return unit_done();
 }
