@@ -251,6 +251,16 @@ static void fake_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 	x_call('l');
 }
 
+static void fake_wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+			    const struct ibv_mw_bind_info *bi)
+{
+	v.x_wr_id = x->wr_id;
+	v.send.bind_mw.mw = mw;
+	v.send.bind_mw.rkey = rkey;
+	v.send.bind_mw.bind_info = *bi;
+	x_call('b');
+}
+
 static void fake_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 {
 	(void)x;
@@ -317,6 +327,7 @@ static struct ibv_qp *fake_qp(struct ibv_context *c, enum ibv_qp_type type, uint
 	vq->qp_ex.wr_send = fake_wr_send;
 	vq->qp_ex.wr_rdma_read = fake_wr_rdma_read;
 	vq->qp_ex.wr_local_inv = fake_wr_local_inv;
+	vq->qp_ex.wr_bind_mw = fake_wr_bind_mw;
 	vq->qp_ex.wr_set_xrc_srqn = fake_wr_set_xrc_srqn;
 	vq->qp_ex.wr_set_inline_data = fake_wr_set_inline_data;
 	vq->qp_ex.wr_set_sge_list = fake_wr_set_sge_list;
@@ -4436,6 +4447,54 @@ static void window_of_a_destroyed_qp_is_refused(void)
 	app_fini();
 }
 
+
+/* A bind through the ibv_wr_* API after a restart: translated, and the window's state moves. */
+static void wr_api_binds_a_window_after_a_restart(void)
+{
+	static char buf[64];
+	struct ibv_mw_bind_info bi = { .addr = (uintptr_t)buf, .length = 64,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_ex *x;
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
+	x = &to_iqp(q)->vqp.qp_ex;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	v.ids[0] = 0x80001a0;
+	v.nids = 1;
+	v.next_id = 0;
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	/* as a reacquire leaves it: another index, the same key byte */
+	to_imw(w)->real->rkey = 0x9000577;
+	ibckpt_ctx_set_remapped(ctx);
+	bi.mr = mr;
+	ibv_wr_start(x);
+	x->wr_id = 30;
+	ibv_wr_bind_mw(x, w, 0x80001a1, &bi);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK(v.send.bind_mw.mw == to_imw(w)->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90005a1);
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK(to_imw(w)->bind.mr == mr);
+	CHECK_EQ(to_imw(w)->vrkey, 0x80001a1);
+	ibv_wr_start(x);
+	ibv_wr_local_inv(x, 0x80001a1);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK(to_imw(w)->bind.mr == NULL);
+	ctx->remapped = false;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 int main(void)
 {
 	vendor_init();
@@ -4501,5 +4560,6 @@ int main(void)
 	RUN(windows_follow_binds_and_invalidations);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
+	RUN(wr_api_binds_a_window_after_a_restart);
 	return unit_done();
 }
