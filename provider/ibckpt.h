@@ -89,11 +89,6 @@ struct ibckpt_context {
 	struct ibckpt_gate gate;		/* hot: first */
 	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
 	bool remapped;				/* virtual != real IDs (after restart) */
-	/*
-	 * Polls look at each completion (cq.c): remapped, or type 2 windows
-	 * exist, which a peer's send with invalidate changes.
-	 */
-	bool poll_slow;
 	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
@@ -109,6 +104,7 @@ struct ibckpt_context {
 	struct ibckpt_addrs addrs;		/* virtual LIDs and GIDs (addr.h) */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
+	uint32_t mw2;				/* its type 2 windows, under lock (mw.c) */
 	uint32_t id;
 	bool gate_closed;			/* by the control thread */
 	/* Restart (restart.h): by the control thread, gates closed. */
@@ -194,13 +190,22 @@ struct ibckpt_cq {
 	 */
 	struct ibckpt_spinlock lock;
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
+		/*
+	 * What a poll or drain must do beyond retiring (IBCKPT_CQ_*): 0 but
+	 * after a restart, in a context with type 2 windows, or while a
+	 * provider-internal request is outstanding; else its completions are
+	 * looked at one by one, out of line (cq.c). The one word a poll that
+	 * found completions reads for all three, without a lock; changed
+	 * with atomic operations, the internal bit under lock.
+	 */
+	atomic_uint slow;
 	/*
 	 * Provider-internal requests outstanding on the send queues that
-	 * complete here (qp_internal.c): while not 0, what a poll or drain
-	 * finds is retired one completion at a time and theirs taken out.
-	 * Changed under lock; a poll reads it without.
+	 * complete here (qp_internal.c), under lock: IBCKPT_CQ_INTERNAL while
+	 * not 0, what a poll or drain finds retired one completion at a time
+	 * and theirs taken out.
 	 */
-	atomic_uint internal;
+	uint32_t internal;
 	/*
 	 * Internal requests whose QP was reset or destroyed while they were
 	 * outstanding (counted in 'internal' too): a completion the vendor
@@ -385,6 +390,11 @@ struct ibckpt_qp {
 	struct ibckpt_qp_fence fence;
 };
 
+/* cq->slow: why a CQ's completions are looked at one by one (cq.c) */
+#define IBCKPT_CQ_REMAPPED	1u	/* its context's QPNs are virtual: translated back */
+#define IBCKPT_CQ_WINDOWS	2u	/* ... has type 2 windows: a receive may invalidate one */
+#define IBCKPT_CQ_INTERNAL	4u	/* a provider-internal request's completion to drop */
+
 #define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */
 #define IBCKPT_POST_RECV	2u	/* qp->fast: its own receive log, identity IDs */
 
@@ -539,6 +549,8 @@ extern bool ibckpt_quiesced;
 void ibckpt_control_start(void);
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved);
 void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp);
+void ibckpt_cq_internal(struct ibckpt_cq *cq, int d);
+void ibckpt_ctx_slow_polls(struct ibckpt_context *ctx, unsigned int bit, bool on);
 
 /* vendor.c */
 const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,

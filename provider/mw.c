@@ -126,10 +126,14 @@ struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 		errno = err;
 		return NULL;
 	}
-	/* a peer's send with invalidate can change a type 2 window: polls look */
-	if (type == IBV_MW_TYPE_2)
-		ctx->poll_slow = true;
 	ibckpt_obj_add(ctx, &mw->obj, IBCKPT_SNAP_MW);
+	/* a peer's send with invalidate can change a type 2 window: polls look */
+	if (type == IBV_MW_TYPE_2) {
+		pthread_mutex_lock(&ctx->lock);
+		if (!ctx->mw2++)
+			ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_WINDOWS, true);
+		pthread_mutex_unlock(&ctx->lock);
+	}
 	return &mw->ibv_mw;
 }
 
@@ -152,6 +156,12 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 		mw->real = NULL;
 		ibckpt_spin_unlock(&ctx->key_lock);
 		ibckpt_obj_del(ctx, &mw->obj);
+		if (ibmw->type == IBV_MW_TYPE_2) {	/* the last one: polls stop looking */
+			pthread_mutex_lock(&ctx->lock);
+			if (!--ctx->mw2)
+				ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_WINDOWS, false);
+			pthread_mutex_unlock(&ctx->lock);
+		}
 	}
 	ibckpt_gate_exit(&ctx->gate);
 	if (ret)
@@ -251,7 +261,7 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 
 /**
  * ibckpt_mw_wc() - a completion that may have invalidated a window of ours
- * @ctx: the context of the CQ (its poll_slow set)
+ * @ctx: the context of the CQ (it has type 2 windows: IBCKPT_CQ_WINDOWS)
  * @wc: a completion as the vendor returned it (its QPN translated already)
  *
  * A peer's send with invalidate unbinds the window, and the key the

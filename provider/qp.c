@@ -291,11 +291,10 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
-	if (ctx->poll_slow) {	/* type 2 windows may name it (or remapped) */
-		pthread_mutex_lock(&ctx->lock);
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->mw2)		/* type 2 windows may name it */
 		ibckpt_mw_qp_gone(ctx, qp);
-		pthread_mutex_unlock(&ctx->lock);
-	}
+	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
 	/* its unread async events leave the pipe; the read ones are waited for */

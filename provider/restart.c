@@ -629,8 +629,10 @@ void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 {
 	struct ibckpt_obj *o;
 
+	pthread_mutex_lock(&ctx->lock);
 	ctx->remapped = true;
-	ctx->poll_slow = true;
+	ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_REMAPPED, true);	/* QPNs translated back */
+	pthread_mutex_unlock(&ctx->lock);
 	for_each_obj(ctx, o, false)
 		if (o->type == IBCKPT_SNAP_QP)
 			ibckpt_qp_set_paths(OBJ(o, struct ibckpt_qp));

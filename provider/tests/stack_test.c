@@ -3305,7 +3305,7 @@ static void internal_request_kept_from_the_application(void)
 	CHECK_EQ(qp->sq.psn_sum, (sum + 1) & IBCKPT_PSN_MASK);	/* a zero-length READ: one */
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* the WRITE retired with it */
 	CHECK_EQ(ibckpt_wrlog_live(&qp->rq), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK(!ibckpt_qp_internal_pending(qp));
 	CHECK_EQ(qp->sq.unmatched, 0);
 	/* the application gets its receive, and only that */
@@ -3355,7 +3355,7 @@ static void internal_request_late(void)
 	CHECK_EQ(wc[1].wr_id, internal_wr_id(q));
 	CHECK_EQ(wc[1].opcode, IBV_WC_SEND);
 	CHECK(!ibckpt_qp_internal_pending(qp));
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
 	CHECK_EQ(qp->sq.unmatched, 0);
 	/* and the next one is taken */
@@ -3368,12 +3368,14 @@ static void internal_request_late(void)
 	 */
 	v.hold_polls = -1;
 	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), IBCKPT_CQ_INTERNAL);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK(to_icq(cq)->orphans != NULL);
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
 	app_destroy_cq(cq);
 	app_fini();
 }
@@ -3483,7 +3485,7 @@ static void fence_behind_reads_and_atomics(void)
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* all retired by it */
 	CHECK_EQ((qp->psn_base + qp->sq.psn_sum) & IBCKPT_PSN_MASK, 0x104);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	destroyed = v.destroyed;
 	app_post(q, IBV_WR_ATOMIC_CMP_AND_SWP, 4, 0);
@@ -3741,22 +3743,22 @@ static void internal_request_orphaned(void)
 	vendor_delivers();
 	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	/* reset before it completed: it never does; the application's go on */
 	CHECK(rts_qp_again(q));
 	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
 	v.nheld = 0;
 	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK(rts_qp_again(q));
 	app_post(q, IBV_WR_SEND, 7, IBV_SEND_SIGNALED);
 	vendor_delivers();
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 7);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	/* destroyed, its completion in the CQ: the next QP's polls never see it */
 	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
@@ -3767,7 +3769,7 @@ static void internal_request_orphaned(void)
 	vendor_delivers();
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 8);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
@@ -4188,7 +4190,7 @@ static void windows_follow_binds_and_invalidations(void)
 	static char buf[256];
 	struct ibv_mw *w1, *w2;
 	struct ibv_mr *mr;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq, *cq2;
 	struct ibv_qp *q;
 	struct ibv_wc wc;
 	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
@@ -4206,10 +4208,13 @@ static void windows_follow_binds_and_invalidations(void)
 	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
 	CHECK(mr != NULL);
-	CHECK(!ctx->poll_slow);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
 	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
 	CHECK(w2 != NULL);
-	CHECK(ctx->poll_slow);		/* a peer can invalidate it: polls look */
+	/* a peer can invalidate it: polls look, on every CQ of the context */
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), IBCKPT_CQ_WINDOWS);
+	cq2 = app_cq(NULL, NULL);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), IBCKPT_CQ_WINDOWS);
 	CHECK_EQ(w2->rkey, 0x80001a0);
 
 	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
@@ -4271,9 +4276,14 @@ static void windows_follow_binds_and_invalidations(void)
 	ctx_list(false);
 
 	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), IBCKPT_CQ_WINDOWS);
 	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	/* the last type 2 window gone: polls retire as before */
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), 0);
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq2);
 	app_destroy_cq(cq);
 	app_fini();
 }
