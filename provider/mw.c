@@ -213,15 +213,28 @@ void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, 
 }
 
 /*
+ * The vendor's window before a bind is posted on it: its key field is the
+ * one the application's ibv_mw holds, translated. A vendor names the window
+ * by that field (rdma-core 44's rxe posts it as the key the device must
+ * hold, and Linux 6.1's rxe fails the bind otherwise), so it is what the
+ * vendor would read without ibckpt: whatever the application keeps there,
+ * as its binds complete or fail. A bind never moves it at its post, which
+ * would leave it at a key the device never took if the bind failed.
+ */
+static void mw_real_key_set(struct ibckpt_mw *mw)
+{
+	mw->real->rkey = mw_real_key(mw, mw->ibv_mw.rkey);
+}
+
+/*
  * A bind request in the vendor's terms: its window and MR, the key byte it
- * names moved by the window's offset. A type 2 window answers to the key
- * the vendor holds for it (real->rkey), whatever the application keeps in
- * its ibv_mw.rkey.
+ * names moved by the window's offset. Under the posting QP's send-queue lock.
  */
 void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
 {
 	struct ibckpt_mw *mw = to_imw(src->bind_mw.mw);
 
+	mw_real_key_set(mw);
 	c->bind_mw.mw = mw->real;
 	c->bind_mw.rkey = mw_real_key(mw, src->bind_mw.rkey);
 	if (src->bind_mw.bind_info.mr)
@@ -234,9 +247,9 @@ void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
  * @wr: the request, as the application posted it
  * @qp: the QP
  *
- * A bind gives the window its range and key (the vendor's window holds the
- * real key from now on, as a type 1 bind through ibv_bind_mw() has the
- * vendor do); a local invalidate of a window's key unbinds it.
+ * A bind gives the window its range and key; a local invalidate of a
+ * window's key unbinds it. (The vendor's window keeps the key it was posted
+ * with: ibckpt_mw_wr_real().)
  * Context: the send queue's lock held, inside the gate.
  */
 void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
@@ -246,7 +259,6 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 
 	if (wr->opcode == IBV_WR_BIND_MW) {
 		mw = to_imw(wr->bind_mw.mw);
-		mw->real->rkey = mw_real_key(mw, wr->bind_mw.rkey);
 		ibckpt_mw_bound(mw, &wr->bind_mw.bind_info, wr->bind_mw.rkey, qp);
 	} else if (wr->opcode == IBV_WR_LOCAL_INV) {
 		ibckpt_spin_lock(&ctx->key_lock);
@@ -281,7 +293,7 @@ void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
 		return;
 	ibckpt_spin_lock(&ctx->key_lock);
 	mw = ibckpt_mw_find(ctx, wc->invalidated_rkey, true);
-	if (mw && mw->real && mw->real->rkey == wc->invalidated_rkey) {
+	if (mw && mw->real && mw_real_key(mw, mw->vrkey) == wc->invalidated_rkey) {
 		mw->bind.mr = NULL;
 		mw->qp = NULL;
 		wc->invalidated_rkey = mw_virt_key(mw, wc->invalidated_rkey);
@@ -346,6 +358,7 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
 	ibckpt_spin_lock(&qp->sq_lock);
 	ret = ibckpt_wrlog_send(&qp->sq, &wr);
 	if (!ret) {
+		mw_real_key_set(mw);	/* the vendor binds from the key the application holds */
 		ret = ibv_bind_mw(qp->real, mw->real, &rb);
 		if (ret) {
 			ibckpt_wrlog_unpost(&qp->sq, 1);
@@ -414,8 +427,10 @@ void ibckpt_mw_release(struct ibckpt_mw *mw)
  * ibckpt_mw_recreate() - the window again, on its re-created PD, unbound
  * @mw: a released window
  *
- * A type 2 window's key byte will be the one peers know (its rebind names
- * it); a type 1 window's is the vendor's (ibckpt_mw_bind_type1()).
+ * A bound type 2 window's key byte will be the one peers know (its rebind
+ * names it); a type 1 window's is the vendor's (ibckpt_mw_bind_type1()), and
+ * so is an unbound type 2 window's: the vendor allocated it with a byte of
+ * its own, which the application's next bind must name.
  * Return: 0 or an errno.
  */
 int ibckpt_mw_recreate(struct ibckpt_mw *mw)
@@ -430,7 +445,12 @@ int ibckpt_mw_recreate(struct ibckpt_mw *mw)
 		return err;
 	}
 	mw->ibv_mw.handle = mw->real->handle;
-	mw->key_off = mw->ibv_mw.type == IBV_MW_TYPE_2 ? 0 :
+	/*
+	 * The rebind of a bound type 2 window names the byte peers know; any
+	 * other window keeps the vendor's byte until a bind of the
+	 * application's (a type 1 one until its rebind just after).
+	 */
+	mw->key_off = mw->ibv_mw.type == IBV_MW_TYPE_2 && mw->bind.mr ? 0 :
 		      (uint8_t)((mw->real->rkey - mw->vrkey) & 0xff);
 	ibckpt_spin_lock(&ctx->key_lock);
 	err = mw_real_add(ctx, mw);

@@ -44,6 +44,8 @@ void *__wrap_calloc(size_t n, size_t size)
 static struct verbs_context vendor;
 static struct ibv_pd vendor_pd = { .context = &vendor.context, .handle = 1 };
 
+struct fake_mw;
+
 static struct {
 	struct ibv_xrcd_init_attr xrcd_attr;
 	struct ibv_srq_init_attr_ex srq_attr;
@@ -80,6 +82,10 @@ static struct {
 	uint32_t srq_armed;		/* the last limit armed on a vendor SRQ */
 	int mw_binds;			/* ibv_bind_mw() calls */
 	struct ibv_mr *mw_bound_to;	/* ... the last one's MR */
+	struct fake_mw *mws[16];	/* the vendor's windows (fake_mw_bind()) */
+	int mw_errs;			/* binds and local invalidates that failed */
+	int mw_refuse;			/* binds the device refuses next (an MR without bind access) */
+	int mw_oops;			/* local invalidates of a free type 2 window */
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
 	int nids, next_id;
@@ -151,6 +157,108 @@ static void *fake_alloc(size_t size)
 
 	CHECK(p != NULL);
 	return p;
+}
+
+/*
+ * The vendor's windows, as Linux 6.1's rxe keeps them (rxe_mw.c): keys from
+ * v.ids (else 0x8000110), index in bits 31-8. The device's key moves only
+ * when a bind executes, and a bind names the window by the key its ibv_mw
+ * holds when posted (rdma-core 44's rxe: mw_rkey) or fails; a type 2 window
+ * is bound only when free, to a range, answers the QP that bound it, and a
+ * local or remote invalidate frees it; a type 1 bind through ibv_bind_mw()
+ * takes the next key byte and moves the ibv_mw's key at its post ("user has
+ * to undo this if he gets an error wc"). Binds and invalidates execute at
+ * their post; one that fails completes in error, signaled or not. A local
+ * invalidate of a free type 2 window is counted in v.mw_oops: 6.1's rxe
+ * dereferences its NULL QP.
+ */
+struct fake_mw {
+	struct ibv_mw mw;
+	uint32_t key;			/* the device's */
+	bool bound;			/* type 2: VALID (else FREE); type 1: to a range */
+	struct ibv_qp *qp;		/* type 2, bound: its QP */
+	struct ibv_mr *mr;
+};
+
+static struct ibv_mw *fake_alloc_mw(struct ibv_pd *p, enum ibv_mw_type type)
+{
+	struct fake_mw *f = fake_alloc(sizeof(*f));
+	unsigned int i;
+
+	f->mw.context = p->context;
+	f->mw.pd = p;
+	f->mw.type = type;
+	f->mw.rkey = f->key = vendor_id(0x8000110);
+	for (i = 0; i < 16 && v.mws[i]; i++)
+		;
+	CHECK(i < 16);
+	if (i < 16)
+		v.mws[i] = f;
+	return &f->mw;
+}
+
+static int fake_dealloc_mw(struct ibv_mw *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] == (struct fake_mw *)m)
+			v.mws[i] = NULL;
+	free(m);
+	v.destroyed++;
+	return 0;
+}
+
+/* The window whose device key is @key, NULL if none. */
+static struct fake_mw *fake_mw_of_key(uint32_t key)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] && v.mws[i]->key == key)
+			return v.mws[i];
+	return NULL;
+}
+
+/* A bind executing on @q: the device's checks (rxe_bind_mw()), then its new state. */
+static enum ibv_wc_status fake_mw_bind(struct ibv_qp *q, struct ibv_mw *m, uint32_t rkey,
+				       const struct ibv_mw_bind_info *bi)
+{
+	struct fake_mw *f = (struct fake_mw *)m;
+
+	if (m->rkey != f->key || v.mw_refuse ||
+	    (m->type == IBV_MW_TYPE_2 && (f->bound || !bi->mr || !bi->length))) {
+		v.mw_refuse -= v.mw_refuse > 0;
+		v.mw_errs++;
+		return IBV_WC_MW_BIND_ERR;
+	}
+	f->key = (f->key & ~0xffu) | (rkey & 0xff);
+	f->bound = bi->mr && bi->length;
+	f->mr = f->bound ? bi->mr : NULL;
+	f->qp = f->bound && m->type == IBV_MW_TYPE_2 ? q : NULL;
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * An invalidate of @key (a LOCAL_INV on the device, or a peer's send with
+ * invalidate that arrived): a window's frees it; any other key is an MR's.
+ */
+static enum ibv_wc_status fake_mw_invalidate(uint32_t key)
+{
+	struct fake_mw *f = fake_mw_of_key(key);
+
+	if (!f)
+		return IBV_WC_SUCCESS;
+	if (f->mw.type != IBV_MW_TYPE_2) {
+		v.mw_errs++;
+		return IBV_WC_MW_BIND_ERR;
+	}
+	if (!f->bound)
+		v.mw_oops++;
+	f->bound = false;
+	f->qp = NULL;
+	f->mr = NULL;
+	return IBV_WC_SUCCESS;
 }
 
 static struct ibv_xrcd *fake_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
@@ -242,9 +350,25 @@ static void fake_wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
 	x_call('r');
 }
 
+/* The vendor's QP of one of its qp_ex. */
+static struct ibv_qp *fake_qp_of(struct ibv_qp_ex *x)
+{
+	return &((struct verbs_qp *)((char *)x - offsetof(struct verbs_qp, qp_ex)))->qp;
+}
+
+/* A local operation of a wr_* batch executes at once (fake_post_send()'s rules). */
+static void fake_x_local(struct ibv_qp_ex *x, enum ibv_wr_opcode op, enum ibv_wc_status st)
+{
+	if (st != IBV_WC_SUCCESS)
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = x->wr_id, .status = st,
+						   .opcode = wc_opcode(op),
+						   .qp_num = fake_qp_of(x)->qp_num };
+}
+
 static void fake_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
+	fake_x_local(x, IBV_WR_LOCAL_INV, fake_mw_invalidate(rkey));
+	v.send.invalidate_rkey = rkey;
 	v.x_wr_id = x->wr_id;
 	if (v.xn < 16)
 		v.xo[v.xn++] = 'l';
@@ -254,6 +378,7 @@ static void fake_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 static void fake_wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 			    const struct ibv_mw_bind_info *bi)
 {
+	fake_x_local(x, IBV_WR_BIND_MW, fake_mw_bind(fake_qp_of(x), mw, rkey, bi));
 	v.x_wr_id = x->wr_id;
 	v.send.bind_mw.mw = mw;
 	v.send.bind_mw.rkey = rkey;
@@ -366,38 +491,17 @@ static struct ibv_qp *fake_open_qp(struct ibv_context *c, struct ibv_qp_open_att
 	return fake_qp(c, a->qp_type, a->qp_num);
 }
 
-/*
- * The vendor's windows: keys from v.ids (else 0x8000110), index in bits
- * 31-8 as rxe's. A type 1 bind through ibv_bind_mw() takes the next key
- * byte, as rxe's does, and completes at once; so does an internal bind
- * posted (the provider's wr_id).
- */
-static struct ibv_mw *fake_alloc_mw(struct ibv_pd *p, enum ibv_mw_type type)
-{
-	struct ibv_mw *m = fake_alloc(sizeof(*m));
-
-	m->context = p->context;
-	m->pd = p;
-	m->type = type;
-	m->rkey = vendor_id(0x8000110);
-	return m;
-}
-
-static int fake_dealloc_mw(struct ibv_mw *m)
-{
-	free(m);
-	v.destroyed++;
-	return 0;
-}
-
 static int fake_bind_mw(struct ibv_qp *q, struct ibv_mw *m, struct ibv_mw_bind *b)
 {
-	m->rkey = (m->rkey & ~0xffu) | ((m->rkey + 1) & 0xff);
+	uint32_t next = (m->rkey & ~0xffu) | ((m->rkey + 1) & 0xff);
+	enum ibv_wc_status st = fake_mw_bind(q, m, next, &b->bind_info);
+
+	m->rkey = next;
 	v.mw_binds++;
 	v.mw_bound_to = b->bind_info.mr;
-	if (b->send_flags & IBV_SEND_SIGNALED)
+	if (st != IBV_WC_SUCCESS || (b->send_flags & IBV_SEND_SIGNALED))
 		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = b->wr_id, .qp_num = q->qp_num,
-						   .opcode = IBV_WC_BIND_MW };
+						   .status = st, .opcode = IBV_WC_BIND_MW };
 	return 0;
 }
 
@@ -415,8 +519,21 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 	if (wr->num_sge)
 		v.send_sge = wr->sg_list[0];
 	for (; wr; wr = wr->next) {
+		enum ibv_wc_status st = IBV_WC_SUCCESS;
+
 		v.order[v.norder++ % 16] = 's';
 		v.sends++;
+		if (wr->opcode == IBV_WR_BIND_MW)
+			st = fake_mw_bind(q, wr->bind_mw.mw, wr->bind_mw.rkey,
+					  &wr->bind_mw.bind_info);
+		else if (wr->opcode == IBV_WR_LOCAL_INV)
+			st = fake_mw_invalidate(wr->invalidate_rkey);
+		if (st != IBV_WC_SUCCESS) {	/* an error completes, signaled or not */
+			v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = wr->wr_id, .status = st,
+							   .opcode = wc_opcode(wr->opcode),
+							   .qp_num = q->qp_num };
+			continue;
+		}
 		if (!v.hold || !(wr->send_flags & IBV_SEND_SIGNALED) || v.nheld == 8)
 			continue;
 		v.held[v.nheld++] = (struct ibv_wc){ .wr_id = wr->wr_id, .status = v.hold_status,
@@ -4173,6 +4290,8 @@ static int post1(struct ibv_qp *q, struct ibv_send_wr wr)
 /* A peer's send that invalidated @rkey, as the vendor reports it (rxe's flag, 1 << 2). */
 static void peer_invalidates(uint32_t rkey, unsigned int flags)
 {
+	if (!(flags & IBV_WC_WITH_IMM))		/* the device's window is free now */
+		fake_mw_invalidate(rkey);
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
 					   .wc_flags = flags, .invalidated_rkey = rkey };
 }
@@ -4221,7 +4340,8 @@ static void windows_follow_binds_and_invalidations(void)
 	CHECK(v.send.bind_mw.mw == to_imw(w2)->real);
 	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
 	CHECK_EQ(v.send.bind_mw.rkey, 0x80001a1);
-	CHECK_EQ(to_imw(w2)->real->rkey, 0x80001a1);	/* the vendor's window holds its key */
+	CHECK_EQ(to_imw(w2)->real->rkey, 0x80001a0);	/* named by the key it had */
+	CHECK_EQ(((struct fake_mw *)to_imw(w2)->real)->key, 0x80001a1);
 	CHECK(to_imw(w2)->bind.mr == mr);
 	CHECK(to_imw(w2)->qp == to_iqp(q));
 	w2->rkey = 0x80001a1;				/* as the application does */
@@ -4234,12 +4354,14 @@ static void windows_follow_binds_and_invalidations(void)
 
 	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a2, buf)), 0);
 	CHECK(to_imw(w2)->bind.mr == mr);
+	w2->rkey = 0x80001a2;
 	peer_invalidates(0x80001a2, IBV_WC_GRH | IBV_WC_IP_CSUM_OK);
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK(to_imw(w2)->bind.mr == NULL);
 	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);
 
 	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a3, buf)), 0);
+	w2->rkey = 0x80001a3;
 	peer_invalidates(0x80001a3, IBV_WC_WITH_IMM);	/* immediate data, not a key */
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK(to_imw(w2)->bind.mr == mr);
@@ -4261,11 +4383,12 @@ static void windows_follow_binds_and_invalidations(void)
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK_EQ(wc.wr_id, 3);
 
-	/* a bind that fails: whether it took effect is not known */
+	/* a bind that fails (the window is bound): whether it took effect is not known */
+	CHECK_EQ(v.mw_errs, 0);
 	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a4, buf)), 0);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_MW_BIND_ERR,
-					   .qp_num = 0x66 };
+	CHECK_EQ(v.mw_errs, 1);
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
 	CHECK(to_imw(w2)->unsure);
 	CHECK(!to_imw(w1)->unsure);
 	ctx_list(true);
@@ -4284,6 +4407,83 @@ static void windows_follow_binds_and_invalidations(void)
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq2);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A bind that fails leaves the device's key where it was; the application
+ * keeps its ibv_mw.rkey (type 2), or undoes what the vendor moved at the
+ * post (type 1, rxe's "user has to undo this"), and its next bind names
+ * the window by that key, through ibckpt as without: it succeeds (rxe
+ * refuses a bind naming another key than the device's).
+ */
+static void failed_bind_leaves_the_window_key(void)
+{
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	v.mw_errs = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mr && w1 && w2);
+
+	/* type 2: bound; a second bind fails (not free); invalidated; bound again */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);			/* 0x80001a1 */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.mw_errs, 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 2, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.mw_errs, 1);					/* the vendor took it */
+	CHECK_EQ(v.send.bind_mw.mw->rkey, 0x80001a1);
+	CHECK_EQ(((struct fake_mw *)to_imw(w2)->real)->key, 0x80001a2);
+	CHECK_EQ(to_imw(w2)->vrkey, 0x80001a2);
+
+	/* type 1 through ibv_bind_mw(): one that fails is undone by the application */
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w1->rkey, 0x80002b1);
+	v.mw_refuse = 1;
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(w1->rkey, 0x80002b2);				/* moved at the post, as rxe's */
+	CHECK_EQ(((struct fake_mw *)to_imw(w1)->real)->key, 0x80002b1);
+	w1->rkey = 0x80002b1;					/* undone */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w1->rkey, 0x80002b2);
+	CHECK_EQ(((struct fake_mw *)to_imw(w1)->real)->key, 0x80002b2);
+	CHECK_EQ(v.mw_errs, 2);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
 }
@@ -4389,16 +4589,20 @@ static void windows_come_back_after_a_release(void)
 
 	/* restarted: the application's keys are translated */
 	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = 0x80001a1 }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x90006a1);
+	CHECK(m2->bind.mr == NULL);
 	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
 	CHECK_EQ(v.send.bind_mw.rkey, 0x90006a2);
 	CHECK(v.send.bind_mw.mw == m2->real);
+	w2->rkey = 0x80001a2;
 	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);	/* the vendor's next, seen as ours */
-	CHECK_EQ(m1->real->rkey, 0x9000557);
+	CHECK_EQ(((struct fake_mw *)m1->real)->key, 0x9000557);
 	CHECK_EQ(w1->rkey, 0x80002b2);
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
-	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
-						 .invalidate_rkey = 0x80002b2 }), 0);
-	CHECK_EQ(v.send.invalidate_rkey, 0x9000557);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(v.mw_errs, 0);
 	peer_invalidates(0x90006a2, IBV_WC_WITH_INV);
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);	/* the key the application knows */
@@ -4568,6 +4772,7 @@ int main(void)
 	RUN(lasting_refusals_are_not_ebusy);
 	RUN(no_fence_asked);
 	RUN(windows_follow_binds_and_invalidations);
+	RUN(failed_bind_leaves_the_window_key);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
 	RUN(wr_api_binds_a_window_after_a_restart);
