@@ -192,7 +192,8 @@ struct ibckpt_mw *ibckpt_mw_find(struct ibckpt_context *ctx, uint32_t rkey, bool
  * @mw: the shadow window
  * @bind: the bind as the application gave it (shadow MR); none, or zero
  *	bytes, unbinds
- * @rkey: the rkey the window has once the bind completes (virtual)
+ * @rkey: the rkey the window has once the bind completes (virtual; its key
+ *	byte, on the window's index)
  * @qp: the QP it was posted on
  *
  * Called with the posting QP's send-queue lock held, inside the gate.
@@ -207,7 +208,8 @@ void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, 
 	mw->bind = *bind;
 	if (!bound)
 		mw->bind.mr = NULL;
-	mw->vrkey = rkey;
+	/* the vendor takes the key byte alone: the index stays the window's */
+	mw->vrkey = (mw->vrkey & ~0xffu) | (rkey & 0xff);
 	mw->qp = bound && mw->ibv_mw.type == IBV_MW_TYPE_2 ? qp : NULL;
 	ibckpt_spin_unlock(&ctx->key_lock);
 }
@@ -302,9 +304,35 @@ void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
 }
 
 /*
+ * Under key_lock: the window a logged bind names, if it is still one of the
+ * context's. A log entry can outlive its window (an unsignaled bind stays
+ * logged until a later completion retires it, whatever became of the
+ * window since), so its pointer is only compared, never followed: the
+ * window is found by the index of the key the bind gave it, else (a bind
+ * that named another index, whose key byte alone the vendor takes) among
+ * the context's windows.
+ */
+static struct ibckpt_mw *mw_of_bind(struct ibckpt_context *ctx, const struct ibckpt_wr *e)
+{
+	const struct ibckpt_vidmap *m = &ctx->mw_virt;
+	struct ibckpt_mw *mw = ibckpt_mw_find(ctx, e->bind_mw.rkey, false);
+	uint32_t i;
+
+	if (mw && &mw->ibv_mw == e->bind_mw.mw)
+		return mw;
+	for (i = 0; i < m->size; i++) {
+		mw = m->slot[i].obj;
+		if (m->slot[i].gen && m->slot[i].gen != ~0u && &mw->ibv_mw == e->bind_mw.mw)
+			return mw;
+	}
+	return NULL;	/* deallocated since; or a provider-internal bind (real window) */
+}
+
+/*
  * A bind or local invalidate of a window completed in error (or was
- * flushed): whether it took effect is not known. Context: the send queue's
- * lock held.
+ * flushed): whether it took effect is not known. A local invalidate names
+ * its window by the key (the invalidate_rkey, in imm_data's place in the
+ * log). Context: the send queue's lock held.
  */
 void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e)
 {
@@ -312,9 +340,9 @@ void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e)
 
 	ibckpt_spin_lock(&ctx->key_lock);
 	if (e->opcode == IBV_WR_BIND_MW)
-		mw = to_imw(e->bind_mw.mw);
+		mw = mw_of_bind(ctx, e);
 	else if (e->opcode == IBV_WR_LOCAL_INV)
-		mw = ibckpt_mw_find(ctx, e->imm_data, false);	/* invalidate_rkey's place */
+		mw = ibckpt_mw_find(ctx, e->imm_data, false);
 	if (mw)
 		mw->unsure = true;
 	ibckpt_spin_unlock(&ctx->key_lock);

@@ -4489,6 +4489,63 @@ static void failed_bind_leaves_the_window_key(void)
 }
 
 /*
+ * A log entry outlives its window: an unsignaled bind stays logged until a
+ * later completion retires it. The window deallocated, a failed send with
+ * the bind's wr_id (whose range starts at the bind) must not reach the
+ * freed shadow (ASan: heap-use-after-free); a live window is still found,
+ * even by a bind that named another index than its own (the vendor takes
+ * the key byte alone).
+ */
+static void failed_send_after_a_window_is_gone(void)
+{
+	static char buf[64];
+	struct ibv_send_wr wr;
+	struct ibv_mw *w, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w && w2);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);	/* wr_id 1, unsignaled */
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	app_post(q, IBV_WR_SEND, 1, IBV_SEND_SIGNALED);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_RETRY_EXC_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+
+	/* a bind naming index 0x12345 for the window at 0x80002, flushed */
+	wr = bind_wr(w2, mr, 0x12345b1, buf);
+	wr.wr_id = 7;
+	CHECK_EQ(post1(q, wr), 0);
+	CHECK_EQ(to_imw(w2)->vrkey, 0x80002b1);
+	CHECK(!to_imw(w2)->unsure);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->unsure);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
  * Windows released and re-created: a type 2 window keeps its key byte on
  * its new index and is bound again through its own QP with an internal
  * request (an application's completion met on the way is kept for it); a
@@ -4773,6 +4830,7 @@ int main(void)
 	RUN(no_fence_asked);
 	RUN(windows_follow_binds_and_invalidations);
 	RUN(failed_bind_leaves_the_window_key);
+	RUN(failed_send_after_a_window_is_gone);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
 	RUN(wr_api_binds_a_window_after_a_restart);
