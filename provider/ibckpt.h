@@ -148,7 +148,12 @@ struct ibckpt_mw {
 	uint32_t vrkey;				/* the key peers know (last bind's, virtual) */
 	uint32_t vidx_gen, ridx_gen;		/* entries in ctx->mw_virt, ctx->mw_real */
 	uint8_t key_off;			/* real key byte - virtual key byte */
-	bool unsure;				/* a bind or invalidate of it failed */
+	/*
+	 * The last bind or invalidate of it failed, or may have (mw.c): its
+	 * state is not known; cleared by the next one posted, or a peer's
+	 * invalidation seen. Under key_lock.
+	 */
+	bool unsure;
 };
 struct ibckpt_ah {
 	struct ibv_ah ibv_ah;

@@ -11,8 +11,9 @@
  * naming the key byte. Every bind and local invalidate posted here sets the
  * window's state (ibckpt_mw_posted()); a peer's send with invalidate sets it
  * when its receive completion is polled or drained (ibckpt_mw_wc()); one that
- * fails makes it unknown (ibckpt_mw_failed()). At a release every request has
- * completed, so the state recorded is the window's.
+ * fails makes it unknown (ibckpt_mw_failed()) until the next one. At a
+ * release every request has completed, so the state recorded is the
+ * window's, or known to be unknown.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -211,6 +212,7 @@ void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, 
 	/* the vendor takes the key byte alone: the index stays the window's */
 	mw->vrkey = (mw->vrkey & ~0xffu) | (rkey & 0xff);
 	mw->qp = bound && mw->ibv_mw.type == IBV_MW_TYPE_2 ? qp : NULL;
+	mw->unsure = false;	/* this bind sets the state: unknown again only if it fails */
 	ibckpt_spin_unlock(&ctx->key_lock);
 }
 
@@ -250,8 +252,10 @@ void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
  * @qp: the QP
  *
  * A bind gives the window its range and key; a local invalidate of a
- * window's key unbinds it. (The vendor's window keeps the key it was posted
- * with: ibckpt_mw_wr_real().)
+ * window's key unbinds it. Either is the window's state from now on: one
+ * that failed before is forgotten (and this one, should it fail, makes the
+ * state unknown again: ibckpt_mw_failed()). (The vendor's window keeps the
+ * key it was posted with: ibckpt_mw_wr_real().)
  * Context: the send queue's lock held, inside the gate.
  */
 void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
@@ -268,6 +272,7 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 		if (mw) {
 			mw->bind.mr = NULL;
 			mw->qp = NULL;
+			mw->unsure = false;
 		}
 		ibckpt_spin_unlock(&ctx->key_lock);
 	}
@@ -296,8 +301,9 @@ void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
 	ibckpt_spin_lock(&ctx->key_lock);
 	mw = ibckpt_mw_find(ctx, wc->invalidated_rkey, true);
 	if (mw && mw->real && mw_real_key(mw, mw->vrkey) == wc->invalidated_rkey) {
-		mw->bind.mr = NULL;
+		mw->bind.mr = NULL;		/* free now, whatever came before */
 		mw->qp = NULL;
+		mw->unsure = false;
 		wc->invalidated_rkey = mw_virt_key(mw, wc->invalidated_rkey);
 	}
 	ibckpt_spin_unlock(&ctx->key_lock);
@@ -411,9 +417,10 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
  * ibckpt_mw_release_check() - can the window be released and rebuilt?
  * @mw: a window of a quiesced process (every request completed)
  *
- * Its state must be known (no bind or invalidate of it failed), and a
- * bound type 2 window must have the QP that bound it, connected: it is
- * bound again through that QP (ibckpt_mw_rebind()).
+ * Its state must be known (the last bind or invalidate of it did not
+ * fail: every request has completed now), and a bound type 2 window must
+ * have the QP that bound it, connected: it is bound again through that QP
+ * (ibckpt_mw_rebind()).
  * Return: 0 or EOPNOTSUPP (said).
  */
 int ibckpt_mw_release_check(struct ibckpt_mw *mw)
@@ -421,8 +428,9 @@ int ibckpt_mw_release_check(struct ibckpt_mw *mw)
 	const struct ibckpt_qp *qp = mw->qp;
 
 	if (mw->unsure) {
-		ibckpt_restart_err("memory window %#x: a bind or invalidate of it failed: its "
-				   "state is not known", mw->vrkey);
+		ibckpt_restart_err("memory window %#x: its last bind or invalidate failed: its "
+				   "state is not known until it is bound or invalidated again",
+				   mw->vrkey);
 		return EOPNOTSUPP;
 	}
 	if (mw->ibv_mw.type != IBV_MW_TYPE_2 || !mw->bind.mr)

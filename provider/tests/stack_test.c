@@ -209,13 +209,13 @@ static int fake_dealloc_mw(struct ibv_mw *m)
 	return 0;
 }
 
-/* The window whose device key is @key, NULL if none. */
+/* The window with @key's index, NULL if none. */
 static struct fake_mw *fake_mw_of_key(uint32_t key)
 {
 	unsigned int i;
 
 	for (i = 0; i < 16; i++)
-		if (v.mws[i] && v.mws[i]->key == key)
+		if (v.mws[i] && v.mws[i]->key >> 8 == key >> 8)
 			return v.mws[i];
 	return NULL;
 }
@@ -241,7 +241,8 @@ static enum ibv_wc_status fake_mw_bind(struct ibv_qp *q, struct ibv_mw *m, uint3
 
 /*
  * An invalidate of @key (a LOCAL_INV on the device, or a peer's send with
- * invalidate that arrived): a window's frees it; any other key is an MR's.
+ * invalidate that arrived): a window's frees it, if the key is the one it
+ * has (rxe_invalidate_mw()); a key of no window's index is an MR's.
  */
 static enum ibv_wc_status fake_mw_invalidate(uint32_t key)
 {
@@ -249,7 +250,7 @@ static enum ibv_wc_status fake_mw_invalidate(uint32_t key)
 
 	if (!f)
 		return IBV_WC_SUCCESS;
-	if (f->mw.type != IBV_MW_TYPE_2) {
+	if (f->mw.type != IBV_MW_TYPE_2 || f->key != key) {
 		v.mw_errs++;
 		return IBV_WC_MW_BIND_ERR;
 	}
@@ -4290,7 +4291,9 @@ static int post1(struct ibv_qp *q, struct ibv_send_wr wr)
 /* A peer's send that invalidated @rkey, as the vendor reports it (rxe's flag, 1 << 2). */
 static void peer_invalidates(uint32_t rkey, unsigned int flags)
 {
-	if (!(flags & IBV_WC_WITH_IMM))		/* the device's window is free now */
+	struct fake_mw *f = fake_mw_of_key(rkey);
+
+	if (!(flags & IBV_WC_WITH_IMM) && f && f->key == rkey)	/* the device's window is free */
 		fake_mw_invalidate(rkey);
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
 					   .wc_flags = flags, .invalidated_rkey = rkey };
@@ -4397,6 +4400,29 @@ static void windows_follow_binds_and_invalidations(void)
 	CHECK(strstr(ibckpt_restart_msg(), "state is not known") != NULL);
 	ibckpt_quiesced = false;
 	ctx_list(false);
+
+	/* not for ever: a later invalidate that completes makes it known again */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(v.mw_errs, 1);
+	CHECK(!to_imw(w2)->unsure);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
+	/* ... so does a bind, and a peer's invalidation of its key */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);
+	CHECK(!to_imw(w2)->unsure);
+	/* a local invalidate of a key it had before fails */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey - 1 }), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK(to_imw(w2)->unsure);
+	peer_invalidates(w2->rkey, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(!to_imw(w2)->unsure);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
 
 	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
 	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), IBCKPT_CQ_WINDOWS);
