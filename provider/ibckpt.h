@@ -105,6 +105,7 @@ struct ibckpt_context {
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
 	uint32_t mw2;				/* its type 2 windows, under lock (mw.c) */
+	atomic_uint mws;			/* its windows: a failed send looks for theirs */
 	uint32_t id;
 	bool gate_closed;			/* by the control thread */
 	/* Restart (restart.h): by the control thread, gates closed. */
@@ -393,6 +394,7 @@ struct ibckpt_qp {
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 	struct ibckpt_qp_internal internal;
 	struct ibckpt_qp_fence fence;
+	uint32_t mw_marked;			/* send log position windows were marked up to (qp.c) */
 };
 
 /* cq->slow: why a CQ's completions are looked at one by one (cq.c) */

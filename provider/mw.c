@@ -128,6 +128,7 @@ struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 		return NULL;
 	}
 	ibckpt_obj_add(ctx, &mw->obj, IBCKPT_SNAP_MW);
+	atomic_fetch_add_explicit(&ctx->mws, 1, memory_order_relaxed);
 	/* a peer's send with invalidate can change a type 2 window: polls look */
 	if (type == IBV_MW_TYPE_2) {
 		pthread_mutex_lock(&ctx->lock);
@@ -157,6 +158,7 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 		mw->real = NULL;
 		ibckpt_spin_unlock(&ctx->key_lock);
 		ibckpt_obj_del(ctx, &mw->obj);
+		atomic_fetch_sub_explicit(&ctx->mws, 1, memory_order_relaxed);
 		if (ibmw->type == IBV_MW_TYPE_2) {	/* the last one: polls stop looking */
 			pthread_mutex_lock(&ctx->lock);
 			if (!--ctx->mw2)

@@ -719,22 +719,36 @@ struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq 
 }
 
 /*
- * Under sq_lock: a send request failed (or was flushed); if it bound or
- * invalidated a window, whether it took effect is not known (mw.c).
+ * Under sq_lock: a send request failed (or was flushed), before its
+ * completion retires (through the oldest live request with its wr_id,
+ * wrlog.h). Which one failed is not known when several live requests carry
+ * that wr_id (an application may give any): every request before the
+ * oldest of them completed, and from it on each may be the one that failed
+ * or one flushed behind it (the queue is in error now, so every later one
+ * is flushed). Each bind and local invalidate from there to the newest
+ * request leaves its window's state unknown (mw.c), until the window's
+ * next bind or invalidate. Requests looked at by an earlier failure of the
+ * queue are not looked at again (qp->mw_marked): a flush of a whole queue
+ * costs its length, not its square. Nothing to do in a context without
+ * windows.
  */
 static void failed_send_windows(struct ibckpt_qp *qp, uint64_t wr_id)
 {
+	struct ibckpt_wrlog *log = &qp->sq;
 	const struct ibckpt_wr *e;
-	uint32_t i;
+	uint32_t pos;
 
-	ibckpt_wrlog_settle(&qp->sq);
-	for (i = 0; (e = ibckpt_wrlog_at(&qp->sq, i, NULL, NULL)) != NULL; i++) {
-		if (e->wr_id != wr_id)
-			continue;
+	if (!atomic_load_explicit(&qp->ctx->mws, memory_order_relaxed) ||
+	    !ibckpt_wrlog_find(log, wr_id, &pos))	/* settles */
+		return;
+	if ((int32_t)(qp->mw_marked - pos) > 0)
+		pos = qp->mw_marked;
+	for (; pos != log->tail; pos++) {
+		e = ibckpt_wrlog_at(log, pos - log->head, NULL, NULL);
 		if (e->opcode == IBV_WR_BIND_MW || e->opcode == IBV_WR_LOCAL_INV)
 			ibckpt_mw_failed(qp->ctx, e);
-		return;
 	}
+	qp->mw_marked = log->tail;
 }
 
 /**

@@ -4572,6 +4572,108 @@ static void failed_send_after_a_window_is_gone(void)
 }
 
 /*
+ * A failed completion names its request by wr_id alone, and several live
+ * requests may carry it: every bind and invalidate from the oldest of them
+ * on may be the one that failed, or flushed behind it. (1) An unsignaled
+ * SEND with wr_id 1 completed (silently), then a type 1 bind with wr_id 1
+ * fails: its window's state is unknown, though the oldest live request with
+ * that wr_id is the SEND. (2) The other way round, a bind with wr_id 1 that
+ * completed and a SEND with it that fails: the window is marked too (which
+ * one failed cannot be told), and its next bind makes it known again. (3) A
+ * LOCAL_INV behind a failed request is flushed: marked by the failure
+ * already, with its own wr_id.
+ */
+static void failed_completion_with_a_shared_wr_id(void)
+{
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 1 };
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mr && w1 && w2);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf, .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	/* (1) */
+	app_post(q, IBV_WR_SEND, 1, 0);
+	v.mw_refuse = 1;
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK(to_imw(w1)->unsure);
+	CHECK(to_imw(w1)->bind.mr == mr);		/* as posted, but not known */
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w1)), EOPNOTSUPP);
+
+	/* (2): the QP again (reset: the log forgets its requests) */
+	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET },
+				  IBV_QP_STATE), 0);
+	ibckpt_destroy_qp(q);
+	q = rts_qp(cq);
+	w1->rkey = 0x80002b0;				/* its failed bind undone */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);		/* unsignaled: no completion */
+	CHECK(!to_imw(w1)->unsure);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);	/* wr_id 1 */
+	w2->rkey = ibv_inc_rkey(w2->rkey);
+	app_post(q, IBV_WR_SEND, 1, IBV_SEND_SIGNALED);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_REM_ACCESS_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	/* (3): a LOCAL_INV posted meanwhile is flushed: known unknown at once */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK(!to_imw(w1)->unsure);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK(!to_imw(w2)->unsure);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the SEND's flush */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	CHECK_EQ(to_iqp(q)->mw_marked, to_iqp(q)->sq.tail);	/* not looked at again */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the bind's */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 6, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the LOCAL_INV's */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	/* ... until each is bound or invalidated again */
+	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET },
+				  IBV_QP_STATE), 0);
+	ibckpt_destroy_qp(q);
+	q = rts_qp(cq);
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK(!to_imw(w1)->unsure && !to_imw(w2)->unsure);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w1)), 0);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
  * Windows released and re-created: a type 2 window keeps its key byte on
  * its new index and is bound again through its own QP with an internal
  * request (an application's completion met on the way is kept for it); a
@@ -4857,6 +4959,7 @@ int main(void)
 	RUN(windows_follow_binds_and_invalidations);
 	RUN(failed_bind_leaves_the_window_key);
 	RUN(failed_send_after_a_window_is_gone);
+	RUN(failed_completion_with_a_shared_wr_id);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
 	RUN(wr_api_binds_a_window_after_a_restart);
