@@ -132,13 +132,13 @@ struct ibckpt_mr {
 /*
  * A memory window. The application's rkey (ibv_mw.rkey) is virtual: a
  * 24-bit index, the same for the window's whole life, and a key byte that
- * each bind moves. Behind it the vendor's window (real->rkey, kept current
- * by every bind posted here) has its own index, and a key byte that differs
- * from the virtual one by key_off: equal until a restart, and for type 2
- * windows always (their binds name the byte). Both indexes are in the
- * context's tables (keys.c), so that a request or completion naming either
- * finds the window in O(1). The last bind posted, or its invalidation, is
- * the window's state at a release (every request has completed then).
+ * each bind moves. Behind it the vendor's window has its own index (ridx),
+ * and a key byte that differs from the virtual one by key_off: equal until a
+ * restart, and for type 2 windows always (their binds name the byte). Both
+ * indexes are in the context's tables (mw.c), so that a request or
+ * completion naming either finds the window in O(1). The last bind posted,
+ * or its invalidation, is the window's state at a release (every request
+ * has completed then), unless it failed (unsure).
  */
 struct ibckpt_mw {
 	struct ibv_mw ibv_mw;
@@ -148,6 +148,12 @@ struct ibckpt_mw {
 	struct ibckpt_qp *qp;			/* type 2, bound: the QP that bound it */
 	uint32_t vrkey;				/* the key peers know (last bind's, virtual) */
 	uint32_t vidx_gen, ridx_gen;		/* entries in ctx->mw_virt, ctx->mw_real */
+	/*
+	 * The vendor's window's index (its key's bits 31-8), set with it: what
+	 * the tables' users read, under key_lock, never the vendor's window,
+	 * which its binds write under a send queue's lock.
+	 */
+	uint32_t ridx;
 	uint8_t key_off;			/* real key byte - virtual key byte */
 	/*
 	 * The last bind or invalidate of it failed, or may have (mw.c): its

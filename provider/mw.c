@@ -27,7 +27,7 @@
 /* A key @vkey of the window (its key byte moved by binds) as the vendor knows it. */
 static uint32_t mw_real_key(const struct ibckpt_mw *mw, uint32_t vkey)
 {
-	return (mw->real->rkey & ~0xffu) | ((vkey + mw->key_off) & 0xff);
+	return (mw->ridx << 8) | ((vkey + mw->key_off) & 0xff);
 }
 
 /* ... and a vendor's key of it as the application knows it. */
@@ -36,25 +36,48 @@ static uint32_t mw_virt_key(const struct ibckpt_mw *mw, uint32_t rkey)
 	return (mw->vrkey & ~0xffu) | ((rkey - mw->key_off) & 0xff);
 }
 
+/*
+ * Under key_lock: the window's entry in @map (ctx->mw_virt by its virtual
+ * index, ctx->mw_real by its real one), *@gen its generation. An entry a
+ * window deallocated behind our back left is ours now (as ibckpt_key_add():
+ * the newer holder wins).
+ */
+static int mw_map_add(struct ibckpt_vidmap *map, uint32_t idx, uint32_t other,
+		      struct ibckpt_mw *mw, uint32_t *gen)
+{
+	int err = ibckpt_vidmap_insert(map, idx, other, mw, gen);
+
+	if (err == EEXIST) {
+		ibckpt_vidmap_remove(map, idx, 0);
+		err = ibckpt_vidmap_insert(map, idx, other, mw, gen);
+	}
+	return err;
+}
+
 /* Under key_lock: the window's real index in ctx->mw_real. */
 static int mw_real_add(struct ibckpt_context *ctx, struct ibckpt_mw *mw)
 {
-	int err;
-
-	err = ibckpt_vidmap_insert(&ctx->mw_real, MW_INDEX(mw->real->rkey),
-				   MW_INDEX(mw->vrkey), mw, &mw->ridx_gen);
-	if (err == EEXIST) {	/* a window deallocated behind our back held it: ours now */
-		ibckpt_vidmap_remove(&ctx->mw_real, MW_INDEX(mw->real->rkey), 0);
-		err = ibckpt_vidmap_insert(&ctx->mw_real, MW_INDEX(mw->real->rkey),
-					   MW_INDEX(mw->vrkey), mw, &mw->ridx_gen);
-	}
-	return err;
+	return mw_map_add(&ctx->mw_real, mw->ridx, MW_INDEX(mw->vrkey), mw, &mw->ridx_gen);
 }
 
 static void mw_real_del(struct ibckpt_context *ctx, struct ibckpt_mw *mw)
 {
 	if (mw->real)
-		ibckpt_vidmap_remove(&ctx->mw_real, MW_INDEX(mw->real->rkey), mw->ridx_gen);
+		ibckpt_vidmap_remove(&ctx->mw_real, mw->ridx, mw->ridx_gen);
+}
+
+/* Under key_lock: both entries, or none (an error). */
+static int mw_maps_add(struct ibckpt_context *ctx, struct ibckpt_mw *mw)
+{
+	int err = mw_map_add(&ctx->mw_virt, MW_INDEX(mw->vrkey), MW_INDEX(mw->vrkey), mw,
+			     &mw->vidx_gen);
+
+	if (!err) {
+		err = mw_real_add(ctx, mw);
+		if (err)
+			ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);
+	}
+	return err;
 }
 
 /*
@@ -107,19 +130,9 @@ struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	mw->ibv_mw.handle = mw->real->handle;
 	mw->ibv_mw.type = type;
 	mw->vrkey = mw->real->rkey;
+	mw->ridx = MW_INDEX(mw->real->rkey);
 	ibckpt_spin_lock(&ctx->key_lock);
-	err = ibckpt_vidmap_insert(&ctx->mw_virt, MW_INDEX(mw->vrkey), MW_INDEX(mw->vrkey), mw,
-				   &mw->vidx_gen);
-	if (err == EEXIST) {	/* as ibckpt_key_add(): the newer holder wins */
-		ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), 0);
-		err = ibckpt_vidmap_insert(&ctx->mw_virt, MW_INDEX(mw->vrkey),
-					   MW_INDEX(mw->vrkey), mw, &mw->vidx_gen);
-	}
-	if (!err) {
-		err = mw_real_add(ctx, mw);
-		if (err)
-			ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);
-	}
+	err = mw_maps_add(ctx, mw);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	if (err) {
 		ibv_dealloc_mw(mw->real);
@@ -143,20 +156,30 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct ibckpt_mw *mw = to_imw(ibmw);
 	struct ibckpt_context *ctx = to_ictx(ibmw->context);
-	uint32_t ridx;
-	int ret;
+	int ret, err;
 
 	ret = ibckpt_gate_enter(&ctx->gate);
 	if (ret)
 		return ret;
-	ridx = MW_INDEX(mw->real->rkey);	/* the vendor frees its window */
+	/*
+	 * Out of the tables first: a poller or a post that finds a window
+	 * uses it under key_lock, and the vendor frees its window (review
+	 * M4). Back in them if the vendor keeps it.
+	 */
+	ibckpt_spin_lock(&ctx->key_lock);
+	ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);
+	mw_real_del(ctx, mw);
+	ibckpt_spin_unlock(&ctx->key_lock);
 	ret = ibv_dealloc_mw(mw->real);
-	if (!ret) {
-		ibckpt_spin_lock(&ctx->key_lock);	/* no poller or post finds it any more */
-		ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);
-		ibckpt_vidmap_remove(&ctx->mw_real, ridx, mw->ridx_gen);
-		mw->real = NULL;
+	if (ret) {
+		ibckpt_spin_lock(&ctx->key_lock);
+		err = mw_maps_add(ctx, mw);
 		ibckpt_spin_unlock(&ctx->key_lock);
+		if (err)
+			ibckpt_dbg("dealloc_mw: the vendor kept window %#x, its keys are not "
+				   "translated any more: %s", mw->vrkey, strerror(err));
+	} else {
+		mw->real = NULL;
 		ibckpt_obj_del(ctx, &mw->obj);
 		atomic_fetch_sub_explicit(&ctx->mws, 1, memory_order_relaxed);
 		if (ibmw->type == IBV_MW_TYPE_2) {	/* the last one: polls stop looking */
@@ -490,6 +513,7 @@ int ibckpt_mw_recreate(struct ibckpt_mw *mw)
 	 */
 	mw->key_off = mw->ibv_mw.type == IBV_MW_TYPE_2 && mw->bind.mr ? 0 :
 		      (uint8_t)((mw->real->rkey - mw->vrkey) & 0xff);
+	mw->ridx = MW_INDEX(mw->real->rkey);
 	ibckpt_spin_lock(&ctx->key_lock);
 	err = mw_real_add(ctx, mw);
 	ibckpt_spin_unlock(&ctx->key_lock);

@@ -843,7 +843,7 @@ static uint32_t local_key_real(struct ibckpt_context *ctx, uint32_t key)
 
 	ibckpt_spin_lock(&ctx->key_lock);
 	mw = ibckpt_mw_find(ctx, key, false);
-	r = mw ? (mw->real->rkey & ~0xffu) | ((key + mw->key_off) & 0xff)
+	r = mw ? (mw->ridx << 8) | ((key + mw->key_off) & 0xff)
 	       : ibckpt_vidmap_real(&ctx->rkeys, key, 0);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	return r ? r : key;

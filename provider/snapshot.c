@@ -374,7 +374,7 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 			r->type = mw->ibv_mw.type;
 			ibckpt_spin_lock(&ctx->key_lock);
 			r->vrkey = mw->vrkey;
-			r->rkey = mw->real ? (mw->real->rkey & ~0xffu) |
+			r->rkey = mw->real ? (mw->ridx << 8) |
 					     ((mw->vrkey + mw->key_off) & 0xff) : 0;
 			r->mr = mw->bind.mr ? to_imr(mw->bind.mr)->obj.id : 0;
 			r->qp = mw->qp ? mw->qp->obj.id : 0;

@@ -85,6 +85,8 @@ static struct {
 	struct fake_mw *mws[16];	/* the vendor's windows (fake_mw_bind()) */
 	int mw_errs;			/* binds and local invalidates that failed */
 	int mw_refuse;			/* binds the device refuses next (an MR without bind access) */
+	int mw_busy;			/* errno for the next dealloc_mw, 0: free it */
+	void (*mw_freed)(uint32_t key);	/* run by ibv_dealloc_mw() once it freed the window */
 	int mw_oops;			/* local invalidates of a free type 2 window */
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
@@ -199,13 +201,21 @@ static struct ibv_mw *fake_alloc_mw(struct ibv_pd *p, enum ibv_mw_type type)
 
 static int fake_dealloc_mw(struct ibv_mw *m)
 {
+	uint32_t key = m->rkey;
 	unsigned int i;
 
+	if (v.mw_busy) {
+		i = (unsigned int)v.mw_busy;
+		v.mw_busy = 0;
+		return (int)i;
+	}
 	for (i = 0; i < 16; i++)
 		if (v.mws[i] == (struct fake_mw *)m)
 			v.mws[i] = NULL;
 	free(m);
 	v.destroyed++;
+	if (v.mw_freed)
+		v.mw_freed(key);
 	return 0;
 }
 
@@ -4271,6 +4281,8 @@ static void no_fence_asked(void)
 
 /* ---- memory windows (restart.rst, "Memory windows") ---- */
 
+static struct ibv_cq *app_cq_last;	/* a CQ for the vendor's hooks to poll */
+
 static struct ibv_send_wr bind_wr(struct ibv_mw *mw, struct ibv_mr *mr, uint32_t rkey, void *addr)
 {
 	return (struct ibv_send_wr){
@@ -4674,6 +4686,69 @@ static void failed_completion_with_a_shared_wr_id(void)
 }
 
 /*
+ * A poller on another thread, between the vendor's free of a window and the
+ * rest of ibckpt_dealloc_mw(): a peer's invalidation of its key, seen.
+ */
+static void poller_meets_freed_window(uint32_t key)
+{
+	struct ibv_wc wc = { .opcode = IBV_WC_RECV, .wc_flags = IBV_WC_WITH_INV,
+			     .invalidated_rkey = key };
+
+	ibckpt_spin_lock(&to_icq(app_cq_last)->lock);
+	ibckpt_mw_wc(ctx, &wc);
+	ibckpt_spin_unlock(&to_icq(app_cq_last)->lock);
+	CHECK_EQ(wc.invalidated_rkey, key);		/* no window of ours now */
+}
+
+/*
+ * A window leaves the tables before the vendor frees it (review M4: a poller
+ * found it there and read the freed vendor window, ASan's
+ * heap-use-after-free); and comes back to them when the vendor keeps it.
+ */
+static void dealloc_races_a_poller(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq_last = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.nids = 2;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+
+	/* the vendor keeps it: still ours, its keys translated */
+	v.mw_busy = EBUSY;
+	CHECK_EQ(ibckpt_dealloc_mw(w), EBUSY);
+	peer_invalidates(0x80001a1, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w)->bind.mr == NULL);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+
+	v.mw_freed = poller_meets_freed_window;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	v.mw_freed = NULL;
+
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_cq_last = NULL;
+	app_fini();
+}
+
+/*
  * Windows released and re-created: a type 2 window keeps its key byte on
  * its new index and is bound again through its own QP with an internal
  * request (an application's completion met on the way is kept for it); a
@@ -4870,7 +4945,9 @@ static void wr_api_binds_a_window_after_a_restart(void)
 	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
 	CHECK(mr && w);
 	/* as a reacquire leaves it: another index, the same key byte */
-	to_imw(w)->real->rkey = 0x9000577;
+	to_imw(w)->real->rkey = 0x90005a0;
+	((struct fake_mw *)to_imw(w)->real)->key = 0x90005a0;
+	to_imw(w)->ridx = 0x90005;
 	ibckpt_ctx_set_remapped(ctx);
 	bi.mr = mr;
 	ibv_wr_start(x);
@@ -4960,6 +5037,7 @@ int main(void)
 	RUN(failed_bind_leaves_the_window_key);
 	RUN(failed_send_after_a_window_is_gone);
 	RUN(failed_completion_with_a_shared_wr_id);
+	RUN(dealloc_races_a_poller);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
 	RUN(wr_api_binds_a_window_after_a_restart);
