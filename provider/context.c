@@ -401,15 +401,23 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 /**
  * ibckpt_id_taken() - may a new object of @ctx keep the vendor's @id?
  * @ctx: the context it is created on
- * @kind: IBCKPT_ID_QPN, or IBCKPT_ID_RKEY for an MR's or a window's key
+ * @kind: IBCKPT_ID_QPN, IBCKPT_ID_RKEY for an MR's key, or IBCKPT_ID_MW for a
+ *	window's
  * @id: the QPN or key the vendor handed out
  *
  * A new object's virtual ID is the vendor's. After a restart that can be
  * the virtual ID of another object: one of the context's own (the data path
  * would translate it to that object's real one) or one the job knows on the
- * same device (a peer would). A key is taken whole by an MR's, and by its
- * index alone by a window's (whose key byte moves: remap.c). Its creator
- * then asks the vendor for another.
+ * same device (a peer would). A window's key byte moves with its binds, so
+ * windows and MRs must not share an index: an MR's key is taken whole by
+ * another MR's and by its index by a window's; a window's key is taken by
+ * its index, by a window's or an MR's (remap.c keeps the job's MR keys by
+ * index too). Its creator then asks the vendor for another.
+ *
+ * The context's own MR keys are looked at whole: a restored MR's virtual key
+ * is in the job's table too, and a key made since is the vendor's, which
+ * gives no window a live MR's index (rxe keeps them apart, mlx5 has one space
+ * for both).
  * Return: true if @id is taken.
  */
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
@@ -431,6 +439,10 @@ bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
 		ibckpt_spin_unlock(&ctx->key_lock);
 	}
 	vdev = ctx->ident ? ctx->ident->vdev : ibv_get_device_guid(ctx->real->device);
+	if (kind == IBCKPT_ID_MW)
+		return local || ibckpt_remap_taken(IBCKPT_ID_MW, vdev, id) ||
+		       ibckpt_remap_taken(IBCKPT_ID_RKEY, vdev, id) ||
+		       ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, vdev, id);
 	return local || ibckpt_remap_taken(kind, vdev, id) ||
 	       (kind == IBCKPT_ID_RKEY && ibckpt_remap_taken(IBCKPT_ID_MW, vdev, id));
 }

@@ -92,7 +92,7 @@ static struct ibv_mw *alloc_fresh_mw(struct ibckpt_context *ctx, struct ibv_pd *
 
 	for (;;) {
 		m = ibv_alloc_mw(pd, type);
-		if (!m || !ibckpt_id_taken(ctx, IBCKPT_ID_RKEY, m->rkey))
+		if (!m || !ibckpt_id_taken(ctx, IBCKPT_ID_MW, m->rkey))
 			break;
 		ibckpt_dbg("alloc_mw: key %#x is a virtual key of the job: another", m->rkey);
 		if (n == IBCKPT_ID_TRIES) {

@@ -835,16 +835,20 @@ int ibckpt_post_recv_xlate(void *target, struct ibv_recv_wr *wr, struct ibv_recv
 	return 0;
 }
 
-/* One of this context's remote keys, a window's or an MR's, as the vendor knows it now. */
+/*
+ * One of this context's remote keys, an MR's or a window's, as the vendor
+ * knows it now: an MR's whole first, then a window's by its index, as its
+ * peers translate it (ibckpt_remap_rkey()).
+ */
 static uint32_t local_key_real(struct ibckpt_context *ctx, uint32_t key)
 {
 	struct ibckpt_mw *mw;
 	uint32_t r;
 
 	ibckpt_spin_lock(&ctx->key_lock);
-	mw = ibckpt_mw_find(ctx, key, false);
-	r = mw ? (mw->ridx << 8) | ((key + mw->key_off) & 0xff)
-	       : ibckpt_vidmap_real(&ctx->rkeys, key, 0);
+	r = ibckpt_vidmap_real(&ctx->rkeys, key, 0);
+	if (!r && (mw = ibckpt_mw_find(ctx, key, false)) != NULL)
+		r = (mw->ridx << 8) | ((key + mw->key_off) & 0xff);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	return r ? r : key;
 }

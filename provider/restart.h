@@ -55,6 +55,11 @@ bool ibckpt_remap_active(void);
 bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid);
 bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id);
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id);
+/*
+ * remap.c's own kind, never on the wire: the index (bits 31-8) of an MR's
+ * key the job translates, for new windows to avoid (ibckpt_remap_taken()).
+ */
+#define IBCKPT_ID_RKEY_INDEX	0x80000000u
 
 /* Vendor objects a create holds aside while it looks for a free ID. */
 #define IBCKPT_ID_TRIES	8

@@ -181,6 +181,32 @@ static void window_keys_by_index(void)
 	ibckpt_remap_clear();
 }
 
+/*
+ * An MR's key taken by its index, for new windows (whose key byte moves):
+ * when any MR key of the job on that index and device stands for another
+ * key; not when all of them stand for themselves.
+ */
+static void mr_keys_by_index(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_RKEY, 0xa, 0x80006c1, 0x301, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80007c1, 0x80007c1, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80008c1, 0x80008c1, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80008d1, 0x302, 0, 0) };
+	uint32_t r = 0;
+
+	CHECK_EQ(ibckpt_remap_set(v, 4), 0);
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80006b0));
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80007b0));
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80008b0));	/* one of two */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xb, 0x80006b0));	/* another device */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80009b0));
+	/* the entries by index are no key's: the MR keys are found whole only */
+	CHECK(!ibckpt_remap_rkey(0xa, 0x80006b0, &r));
+	CHECK(ibckpt_remap_rkey(0xa, 0x80006c1, &r));
+	CHECK_EQ(r, 0x301);
+	ibckpt_remap_clear();
+}
+
 int main(void)
 {
 	RUN(same_qpn_two_devices);
@@ -191,5 +217,6 @@ int main(void)
 	RUN(unknown_kind_refused);
 	RUN(many);
 	RUN(window_keys_by_index);
+	RUN(mr_keys_by_index);
 	return unit_done();
 }

@@ -2194,6 +2194,8 @@ static void new_objects_avoid_virtual_ids(void)
 		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x71, .real = 0x98 },
 		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
 		{ .kind = IBCKPT_ID_MW, .vdev = 0xd, .vid = 0x8000105, .real = 0x9000230 },
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x80006c1, .real = 0x301 },
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x80007c1, .real = 0x80007c1 },
 	};
 	static char buf[64];
 	uint32_t gen, wgen;
@@ -2216,7 +2218,7 @@ static void new_objects_avoid_virtual_ids(void)
 	CHECK(ctx->ident != NULL);
 	ctx->ident->vdev = 0xd;
 	ibckpt_ctx_set_remapped(ctx);
-	CHECK_EQ(ibckpt_remap_set(job, 5), 0);
+	CHECK_EQ(ibckpt_remap_set(job, 7), 0);
 	/* the context's own restored QP is virtual 0x68 (real 0x90) */
 	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpns, 0x68, 0x90, &own, &gen), 0);
 	/* ... and its own restored window has index 0x80004 */
@@ -2273,6 +2275,21 @@ static void new_objects_avoid_virtual_ids(void)
 	mw2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
 	CHECK(mw2 != NULL);
 	CHECK_EQ(mw2->rkey, 0x8000555);
+	CHECK_EQ(ibckpt_dealloc_mw(mw2), 0);
+	/*
+	 * ... or an MR key of the job that stands for another (0x80006c1):
+	 * binds could give the window the MR's key byte, which peers translate
+	 * to the MR (review M5); not one standing for itself (0x80007c1)
+	 */
+	v.ids[0] = 0x80006b0;
+	v.ids[1] = 0x80007b0;
+	v.nids = 2;
+	v.next_id = 0;
+	v.destroyed = 0;
+	mw2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mw2 != NULL);
+	CHECK_EQ(mw2->rkey, 0x80007b0);
+	CHECK_EQ(v.destroyed, 1);
 	CHECK_EQ(ibckpt_dealloc_mw(mw2), 0);
 	CHECK_EQ(ibckpt_dealloc_mw(mw), 0);
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr2)->vmr), 0);
@@ -4759,6 +4776,7 @@ static void dealloc_races_a_poller(void)
  */
 static void windows_come_back_after_a_release(void)
 {
+	uint32_t gen;
 	const struct ibckpt_ident job[] = {
 		{ .kind = IBCKPT_ID_MW, .vdev = 0xe, .vid = 0x70001f0, .real = 0x7100230 },
 	};
@@ -4867,6 +4885,13 @@ static void windows_come_back_after_a_release(void)
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);	/* the key the application knows */
 	CHECK(m2->bind.mr == NULL);
+
+	/* a key both an MR's whole and a window's by index: the MR's, as peers see it */
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->mw_virt, 0x3, 0x3, m1, &gen), 0);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 8, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = mr->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, mr->rkey);
+	CHECK_EQ(ibckpt_vidmap_remove(&ctx->mw_virt, 0x3, gen), 0);
 
 	/* a peer's window, by its index, whatever key byte its binds gave it */
 	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
