@@ -444,8 +444,8 @@ int ibckpt_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind 
  *
  * Its state must be known (the last bind or invalidate of it did not
  * fail: every request has completed now), and a bound type 2 window must
- * have the QP that bound it, connected: it is bound again through that QP
- * (ibckpt_mw_rebind()).
+ * have the QP that bound it, at RTS or in the error state: it is bound
+ * again through that QP (ibckpt_mw_rebind()).
  * Return: 0 or EOPNOTSUPP (said).
  */
 int ibckpt_mw_release_check(struct ibckpt_mw *mw)
@@ -460,10 +460,13 @@ int ibckpt_mw_release_check(struct ibckpt_mw *mw)
 	}
 	if (mw->ibv_mw.type != IBV_MW_TYPE_2 || !mw->bind.mr)
 		return 0;
+	/* at RTS when it bound the window (or the bind failed), in the error state since */
 	if (!qp || qp->vqp.qp.qp_type != IBV_QPT_RC || !(qp->hist.mask & IBV_QP_STATE) ||
-	    (qp->hist.attr.qp_state != IBV_QPS_RTS && qp->hist.attr.qp_state != IBV_QPS_SQD)) {
+	    (qp->hist.attr.qp_state != IBV_QPS_RTS && qp->hist.attr.qp_state != IBV_QPS_SQD &&
+	     qp->hist.attr.qp_state != IBV_QPS_ERR)) {
 		ibckpt_restart_err("memory window %#x: bound through a QP that is %s", mw->vrkey,
-				   qp ? "not an RC QP at RTS" : "gone");
+				   qp ? "not an RC QP at RTS or in the error state (reset since?)"
+				      : "gone");
 		return EOPNOTSUPP;
 	}
 	return 0;
@@ -541,6 +544,39 @@ static void priv_qp_close(struct priv_qp *p)
 	p->cq = NULL;
 }
 
+/*
+ * INIT -> RTR, connected to itself on port 1 (its LID, its first GID if it
+ * has one): a QP that is to bind windows and send nothing. @a: the other
+ * RTR attributes (path MTU, responder's ones, rq_psn); its address and
+ * state are set here. Return: 0 or -1 (errno).
+ */
+static int rtr_to_self(struct ibckpt_context *ctx, struct ibv_qp *q, struct ibv_qp_attr *a)
+{
+	union ibv_gid gid, zero = { 0 };
+	struct ibv_port_attr pa;
+	int i;
+
+	if (ibv_query_port(ctx->real, 1, &pa))
+		return -1;
+	a->qp_state = IBV_QPS_RTR;
+	a->dest_qp_num = q->qp_num;
+	memset(&a->ah_attr, 0, sizeof(a->ah_attr));
+	a->ah_attr.port_num = 1;
+	a->ah_attr.dlid = pa.lid;
+	for (i = 0; i < IBCKPT_MAX_GIDS && i < pa.gid_tbl_len; i++) {
+		if (!ibv_query_gid(ctx->real, 1, i, &gid) && memcmp(&gid, &zero, sizeof(gid))) {
+			a->ah_attr.is_global = 1;
+			a->ah_attr.grh.dgid = gid;
+			a->ah_attr.grh.sgid_index = (uint8_t)i;
+			a->ah_attr.grh.hop_limit = 1;
+			break;
+		}
+	}
+	return ibv_modify_qp(q, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER) ? -1 : 0;
+}
+
 static int priv_qp_open(struct ibckpt_context *ctx, struct ibv_pd *pd, struct priv_qp *p)
 {
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
@@ -548,36 +584,18 @@ static int priv_qp_open(struct ibckpt_context *ctx, struct ibv_pd *pd, struct pr
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_MW_BIND };
-	union ibv_gid gid, zero = { 0 };
-	struct ibv_port_attr pa;
-	int i;
 
 	p->cq = ibv_create_cq(ctx->real, 2, NULL, NULL, 0);
 	ia.send_cq = ia.recv_cq = p->cq;
 	p->qp = p->cq ? ibv_create_qp(pd, &ia) : NULL;
-	if (!p->qp || ibv_query_port(ctx->real, 1, &pa))
+	if (!p->qp)
 		return errno ? errno : EIO;
 	if (ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  IBV_QP_ACCESS_FLAGS))
 		return errno ? errno : EIO;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_256;
-	a.dest_qp_num = p->qp->qp_num;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.dlid = pa.lid;
-	for (i = 0; i < IBCKPT_MAX_GIDS && i < pa.gid_tbl_len; i++) {
-		if (!ibv_query_gid(ctx->real, 1, i, &gid) && memcmp(&gid, &zero, sizeof(gid))) {
-			a.ah_attr.is_global = 1;
-			a.ah_attr.grh.dgid = gid;
-			a.ah_attr.grh.sgid_index = (uint8_t)i;
-			a.ah_attr.grh.hop_limit = 1;
-			break;
-		}
-	}
-	if (ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
+	if (rtr_to_self(ctx, p->qp, &a))
 		return errno ? errno : EIO;
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -655,6 +673,25 @@ int ibckpt_mw_bind_type1(struct ibckpt_context *ctx)
 	return err;
 }
 
+/*
+ * A QP that was in the error state at the release, re-created at INIT,
+ * to RTS for a bind: to RTR connected to itself (its peer may be gone;
+ * nothing is posted, nothing sent), then RTS with its history's attributes
+ * (ibckpt_qp_rts()). Return: 0 or an errno.
+ */
+static int failed_qp_rts(struct ibckpt_qp *qp)
+{
+	const struct ibv_qp_attr *h = &qp->hist.attr;
+	struct ibv_qp_attr a = { .path_mtu = h->path_mtu ? h->path_mtu : IBV_MTU_256,
+				 .rq_psn = qp->rel.rq_psn,
+				 .max_dest_rd_atomic = h->max_dest_rd_atomic,
+				 .min_rnr_timer = h->min_rnr_timer };
+
+	if (rtr_to_self(qp->ctx, qp->real, &a))
+		return errno ? errno : EIO;
+	return ibckpt_qp_rts(qp);
+}
+
 /**
  * ibckpt_mw_rebind() - a bound type 2 window, bound again through its QP
  * @mw: a re-created window
@@ -663,6 +700,16 @@ int ibckpt_mw_bind_type1(struct ibckpt_context *ctx)
  * in the job: its QP goes to RTS (a bind sends nothing) and the bind is an
  * internal request, its completion kept from the application. The key is
  * the one peers know, on the new index.
+ *
+ * A QP in the error state at the release stays at INIT through REMAP and
+ * goes to the error state at GO; its window was bound to it all the same
+ * (valid: a LOCAL_INV through another QP of the PD takes it, and reaches
+ * nothing through it). So it is bound exactly so: the QP goes to RTS
+ * connected to itself, the window is bound, and the QP goes to the error
+ * state at once, before any process of the job posts (left free instead,
+ * the application's LOCAL_INV of it would fail and take its QP to the
+ * error state, and Linux 6.1's rxe dereferences a free type 2 window's
+ * NULL QP in rxe_do_invalidate_mw()).
  * Return: 0 or an errno (said).
  */
 int ibckpt_mw_rebind(struct ibckpt_mw *mw)
@@ -671,6 +718,9 @@ int ibckpt_mw_rebind(struct ibckpt_mw *mw)
 		.opcode = IBV_WR_BIND_MW,
 		.bind_mw = { .mw = mw->real, .bind_info = mw->bind },
 	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibckpt_qp *qp = mw->qp;
+	bool failed;
 	uint32_t key;
 	int err;
 
@@ -679,12 +729,24 @@ int ibckpt_mw_rebind(struct ibckpt_mw *mw)
 	key = mw_real_key(mw, mw->vrkey);
 	wr.bind_mw.rkey = key;
 	wr.bind_mw.bind_info.mr = to_imr(mw->bind.mr)->real;
-	err = ibckpt_qp_rts(mw->qp);
+	failed = qp->rel.state == IBV_QPS_ERR;
+	if (failed)
+		err = failed_qp_rts(qp);
+	else if (qp->rel.state == IBV_QPS_RTS || qp->rel.state == IBV_QPS_SQD)
+		err = ibckpt_qp_rts(qp);
+	else
+		err = EINVAL;	/* ibckpt_mw_release_check() let no other through */
 	if (!err)
-		err = ibckpt_qp_post_internal(mw->qp, &wr, IBCKPT_MW_BIND_MS);
+		err = ibckpt_qp_post_internal(qp, &wr, IBCKPT_MW_BIND_MS);
+	if (failed && qp->rel.at_rts) {
+		qp->rel.at_rts = false;
+		if (ibv_modify_qp(qp->real, &a, IBV_QP_STATE) && !err)
+			err = errno ? errno : EIO;
+	}
 	if (err) {
-		ibckpt_restart_err("memory window %#x: binding it again through QP %u: %s",
-				   mw->vrkey, mw->qp->vqp.qp.qp_num, strerror(err));
+		ibckpt_restart_err("memory window %#x: binding it again through QP %u%s: %s",
+				   mw->vrkey, qp->vqp.qp.qp_num,
+				   failed ? " (in the error state)" : "", strerror(err));
 		return err;
 	}
 	mw->real->rkey = key;

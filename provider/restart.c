@@ -254,8 +254,10 @@ static void fences_unplan(void)
 /*
  * The context's vendor objects go, newest first. @again: a reacquire is
  * undone, and what the release recorded (the QPs' states and PSNs) stays.
+ * (Not static: the whole-stack tests drive the objects' part of a release
+ * and a reacquire on their fake vendor, whose device is not reopened.)
  */
-static void release_objects(struct ibckpt_context *ctx, bool again)
+void ibckpt_ctx_release_objects(struct ibckpt_context *ctx, bool again)
 {
 	struct ibckpt_obj *o;
 
@@ -451,7 +453,7 @@ int ibckpt_release(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t np
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
 		/* the events raised for them too: a destroyed CQ's are dropped */
 		ibckpt_fwd_flush(ctx);
-		release_objects(ctx, false);
+		ibckpt_ctx_release_objects(ctx, false);
 		ibckpt_channel_release(ctx);
 		err = ibckpt_context_release(ctx);
 		if (err)
@@ -495,7 +497,8 @@ static int publish_addrs(struct ibckpt_context *ctx)
 	return err;
 }
 
-static int recreate_objects(struct ibckpt_context *ctx)
+/* Every object of a reopened context re-created (as ibckpt_ctx_release_objects()). */
+int ibckpt_ctx_recreate_objects(struct ibckpt_context *ctx)
 {
 	struct ibckpt_obj *o;
 	int err = 0;
@@ -574,7 +577,7 @@ int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		if (!err)
 			err = publish_addrs(ctx);
 		if (!err)
-			err = recreate_objects(ctx);
+			err = ibckpt_ctx_recreate_objects(ctx);
 	}
 	if (err && ibckpt_unacquire())	/* released as before: a retry can work */
 		ibckpt_restart_err("(and what was re-created could not all be destroyed)");
@@ -609,7 +612,7 @@ int ibckpt_unacquire(void)
 			continue;
 		any = true;
 		ibckpt_fwd_flush(ctx);		/* events of the re-created objects */
-		release_objects(ctx, true);
+		ibckpt_ctx_release_objects(ctx, true);
 		ibckpt_channel_release(ctx);
 		if (ibckpt_context_release(ctx))
 			err = EBUSY;

@@ -43,6 +43,10 @@ struct ibckpt_ctx_ident {
 void ibckpt_restart_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ibckpt_restart_err_clear(void);	/* a phase starts with no reason yet */
 
+/* A context's objects released, or re-created (restart.c's steps, for the tests too). */
+void ibckpt_ctx_release_objects(struct ibckpt_context *ctx, bool again);
+int ibckpt_ctx_recreate_objects(struct ibckpt_context *ctx);
+
 /* Identities published by a reacquire (restart.c collects them). */
 int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 		     const union ibv_gid *vgid, const union ibv_gid *gid);

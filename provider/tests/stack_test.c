@@ -86,6 +86,7 @@ static struct {
 	int mw_errs;			/* binds and local invalidates that failed */
 	int mw_refuse;			/* binds the device refuses next (an MR without bind access) */
 	int mw_busy;			/* errno for the next dealloc_mw, 0: free it */
+	int mw_held;			/* MRs deregistered, QPs destroyed with a window on them */
 	void (*mw_freed)(uint32_t key);	/* run by ibv_dealloc_mw() once it freed the window */
 	int mw_oops;			/* local invalidates of a free type 2 window */
 	int srq_arms;			/* how many times one was armed */
@@ -534,7 +535,9 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 
 		v.order[v.norder++ % 16] = 's';
 		v.sends++;
-		if (wr->opcode == IBV_WR_BIND_MW)
+		if (q->state == IBV_QPS_ERR)	/* flushed */
+			st = IBV_WC_WR_FLUSH_ERR;
+		else if (wr->opcode == IBV_WR_BIND_MW)
 			st = fake_mw_bind(q, wr->bind_mw.mw, wr->bind_mw.rkey,
 					  &wr->bind_mw.bind_info);
 		else if (wr->opcode == IBV_WR_LOCAL_INV)
@@ -848,25 +851,36 @@ int ibv_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
 	return 0;
 }
 
-/* Answers with what the last modify_qp set (the snapshot's queries too). */
+/*
+ * Answers with what the last modify_qp set (the snapshot's queries too),
+ * in the state of the QP asked about (which a test sets to play the
+ * vendor's moves).
+ */
 int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *i)
 {
-	(void)q;
 	(void)mask;
 	if (v.query_fail) {
 		errno = v.query_fail;
 		return v.query_fail;
 	}
 	*a = v.qp_attr_set;
+	a->qp_state = q->state;
 	memset(i, 0, sizeof(*i));
 	return 0;
 }
 
+/* The QP's state follows; RTS only from RTR (or RTS, SQD), as the kernel has it. */
 int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 {
-	(void)q;
-	(void)mask;
 	v.qp_attr_set = *a;
+	if (!(mask & IBV_QP_STATE))
+		return 0;
+	if (a->qp_state == IBV_QPS_RTS && q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS &&
+	    q->state != IBV_QPS_SQD) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	q->state = a->qp_state;
 	return 0;
 }
 
@@ -978,17 +992,33 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *p, void *addr, size_t len, uint64
 	return m;
 }
 
+/* Does a window of the vendor's hold @mr (bound to it) or @qp (a type 2 one bound through it)? */
+static bool fake_mw_holds(const struct ibv_mr *mr, const struct ibv_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] && v.mws[i]->bound &&
+		    ((mr && v.mws[i]->mr == mr) || (qp && v.mws[i]->qp == qp)))
+			return true;
+	return false;
+}
+
+/* rxe refuses an MR a window is bound to (IBA 10.6.7.2.6): counted, freed all the same. */
 int ibv_dereg_mr(struct ibv_mr *m)
 {
 	CHECK(m->context == &vendor.context);
+	v.mw_held += fake_mw_holds(m, NULL);
 	free(m);
 	v.destroyed++;
 	return 0;
 }
 
+/* rxe's type 2 window holds its QP (the destroy waits): counted, freed all the same. */
 int ibv_destroy_qp(struct ibv_qp *q)
 {
 	CHECK(q->context == &vendor.context);
+	v.mw_held += fake_mw_holds(NULL, q);
 	free(q);
 	v.destroyed++;
 	if (v.destroyed_qp)
@@ -4243,11 +4273,11 @@ static void lasting_refusals_are_not_ebusy(void)
 	CHECK_EQ(prepare(), EOPNOTSUPP);
 	CHECK(strstr(ibckpt_restart_msg(), "cannot say its next PSN") != NULL);
 	v.query_fail = 0;
-	v.qp_attr_set.qp_state = IBV_QPS_SQD;
+	to_iqp(q)->real->state = IBV_QPS_SQD;
 	ibckpt_restart_err_clear();
 	CHECK_EQ(prepare(), EOPNOTSUPP);
 	CHECK(strstr(ibckpt_restart_msg(), "outstanding in state 4 (not RTS)") != NULL);
-	v.qp_attr_set.qp_state = IBV_QPS_RTS;
+	to_iqp(q)->real->state = IBV_QPS_RTS;
 	v.reg_fail = EFAULT;
 	ibckpt_restart_err_clear();
 	CHECK_EQ(prepare(), EFAULT);
@@ -4792,11 +4822,9 @@ static void windows_come_back_after_a_release(void)
 
 	app_init();
 	cq = app_cq(NULL, NULL);
-	q = send_qp(cq, IBV_QPT_RC, 0);
+	q = rts_qp(cq);
 	app_post_recv(q, 20);
 	app_post_recv(q, 21);
-	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS },
-				  IBV_QP_STATE), 0);
 	v.ids[0] = 0x300;
 	v.ids[1] = 0x80001a0;
 	v.ids[2] = 0x80002b0;
@@ -4852,6 +4880,7 @@ static void windows_come_back_after_a_release(void)
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 20, .opcode = IBV_WC_RECV, .qp_num = 0x66 };
 	v.hold = true;					/* its completion at the next poll */
 	v.hold_polls = 0;
+	to_iqp(q)->rel.state = IBV_QPS_RTS;		/* as the release found it */
 	CHECK_EQ(ibckpt_mw_rebind(m2), 0);
 	v.hold = false;
 	CHECK(q->state == IBV_QPS_RTS && to_iqp(q)->rel.at_rts);
@@ -4914,6 +4943,223 @@ static void windows_come_back_after_a_release(void)
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* An RC QP of the application on cq connected to QP @dest of the device at LID 5, at RTS. */
+static struct ibv_qp *connected_qp(struct ibv_cq *cq, uint32_t dest)
+{
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC, 0);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND };
+
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = dest, .rq_psn = 0x200,
+				  .ah_attr = { .dlid = 5, .port_num = 1 } };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_AV), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 14 };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), 0);
+	return q;
+}
+
+/* The vendor's window behind a shadow, as the fake device keeps it. */
+static struct fake_mw *dev_mw(struct ibv_mw *w)
+{
+	return (struct fake_mw *)to_imw(w)->real;
+}
+
+/*
+ * A checkpoint of the process's objects, on the fake vendor whose device is
+ * not closed: restart.c's release of the objects, their re-creation, REMAP
+ * (the peer QPs 0x77 and 0x79 on device 0xe at LID 5 are 0x78 and 0x7a
+ * now) and GO. @abort: the first REMAP is undone (as an ABORT does) and the
+ * reacquire starts over. @ids: the vendor's QPNs and keys for the objects
+ * in the order they are re-created.
+ */
+static void checkpoint_objects(const uint32_t *ids, int nids, bool abort)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_LID, .vdev = 0xe, .vid = 5, .real = 5 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x77, .real = 0x78 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x79, .real = 0x7a },
+	};
+	int round;
+
+	ibckpt_quiesced = true;
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), 0);
+	if (ibckpt_restart_msg()[0])
+		fprintf(stderr, "  release: %s\n", ibckpt_restart_msg());
+	v.mw_held = 0;
+	ibckpt_ctx_release_objects(ctx, false);
+	CHECK_EQ(v.mw_held, 0);		/* no MR nor QP went with a window on it */
+	ibckpt_released = true;
+	for (round = abort ? 0 : 1; round < 2; round++) {
+		memcpy(v.ids, ids, (size_t)nids * sizeof(*ids));
+		v.nids = nids;
+		v.next_id = 0;
+		CHECK_EQ(ibckpt_ctx_recreate_objects(ctx), 0);
+		v.hold = true;			/* the rebinds complete at the next poll */
+		v.hold_polls = 0;
+		CHECK_EQ(ibckpt_remap(job, 3), 0);
+		v.hold = false;
+		if (!round) {			/* ABORT: released as before */
+			v.mw_held = 0;
+			ibckpt_ctx_release_objects(ctx, true);
+			CHECK_EQ(v.mw_held, 0);
+		}
+	}
+	CHECK_EQ(ibckpt_go(), 0);
+	CHECK(!ibckpt_released);
+	ibckpt_quiesced = false;
+}
+
+/*
+ * Windows through restart.c's release, reacquire, REMAP and GO, twice, the
+ * second time with the first REMAP aborted. The windows go before the MRs
+ * they are bound to and the QPs that bound them; a type 1 window is bound
+ * again at the re-creation (private QP), a type 2 window at REMAP through
+ * its own QP; one whose QP failed after its bind is bound to it again and
+ * the QP put back in the error state. Afterwards: a LOCAL_INV of that one
+ * through another QP (which 6.1's rxe would oops on for a free window), a
+ * type 1 bind posted with IBV_WR_BIND_MW, a type 2 one, a peer's
+ * invalidation, a window made after the restart.
+ */
+static void windows_through_a_restart(void)
+{
+	/* in creation order: windows (first: their MR and QPs come after), QPs, MR */
+	static const uint32_t ids1[] = { 0x90002e0, 0x90001d0, 0x90003f0, 0x86, 0x87, 0x400,
+					 0x88 };
+	static const uint32_t ids2[] = { 0xa0002e0, 0xa0001d0, 0xa0003f0, 0x96, 0x97, 0x500,
+					 0xa0004f0, 0x98 };
+	static struct ibv_device dev = { .name = "fake0" };
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *w1, *w2, *w3, *w4;
+	struct ibv_send_wr wr;
+	struct ibv_qp *q, *q2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+
+	app_init();
+	ctx->vctx.context.device = &dev;
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	ctx_list(true);
+	cq = app_cq(NULL, NULL);
+	v.ids[0] = 0x80002b0;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80003c0;
+	v.ids[3] = 0x66;
+	v.ids[4] = 0x67;
+	v.ids[5] = 0x300;
+	v.nids = 6;
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w3 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	q = connected_qp(cq, 0x77);
+	q2 = connected_qp(cq, 0x79);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(mr && w1 && w2 && w3);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf, .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);			/* 0x80002b1 */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a1 */
+	CHECK_EQ(post1(q2, bind_wr(w3, mr, ibv_inc_rkey(w3->rkey), buf + 128)), 0);
+	w3->rkey = ibv_inc_rkey(w3->rkey);				/* 0x80003c1 */
+	to_iqp(q2)->real->state = IBV_QPS_ERR;			/* its peer went */
+	CHECK_EQ(v.mw_errs, 0);
+
+	checkpoint_objects(ids1, 7, false);
+	CHECK(dev_mw(w1)->bound && dev_mw(w1)->mr == to_imr(mr)->real);
+	CHECK(dev_mw(w2)->bound && dev_mw(w2)->qp == to_iqp(q)->real);
+	CHECK(dev_mw(w3)->bound && dev_mw(w3)->qp == to_iqp(q2)->real);
+	CHECK_EQ(dev_mw(w2)->key, 0x90001a1);		/* the key byte peers know */
+	CHECK_EQ(dev_mw(w3)->key, 0x90003c1);
+	CHECK_EQ(dev_mw(w1)->key, 0x90002e1);		/* the vendor's next byte */
+	CHECK_EQ(to_iqp(q)->real->state, IBV_QPS_RTS);
+	CHECK_EQ(to_iqp(q2)->real->state, IBV_QPS_ERR);	/* failed again */
+	CHECK_EQ(v.mw_errs, 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 0);	/* the rebinds were not the application's */
+
+	/* the window of the failed QP is valid: invalidated through the other one */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w3->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x90003c1);
+	CHECK_EQ(v.mw_oops, 0);
+	CHECK(!dev_mw(w3)->bound && !to_imw(w3)->bind.mr);
+	/* a type 1 bind posted, its key byte the application's plus the offset */
+	wr = bind_wr(w1, mr, 0x80002c5, buf);
+	CHECK_EQ(post1(q, wr), 0);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90002f5);
+	CHECK_EQ(dev_mw(w1)->key, 0x90002f5);
+	w1->rkey = 0x80002c5;
+	/* type 2: invalidated, bound again; a peer's invalidation seen */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a2 */
+	CHECK_EQ(dev_mw(w2)->key, 0x90001a2);
+	peer_invalidates(0x90001a2, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);
+	CHECK(!to_imw(w2)->bind.mr && !dev_mw(w2)->bound);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a3 */
+	/* a window made now keeps the vendor's key */
+	v.ids[0] = 0x90005a0;
+	v.nids = 1;
+	v.next_id = 0;
+	w4 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(w4 != NULL);
+	CHECK_EQ(w4->rkey, 0x90005a0);
+	CHECK_EQ(post1(q, bind_wr(w4, mr, ibv_inc_rkey(w4->rkey), buf + 192)), 0);
+	w4->rkey = ibv_inc_rkey(w4->rkey);
+	CHECK_EQ(v.mw_errs, 0);
+
+	/* a second checkpoint, its first REMAP aborted: the same keys on new indexes */
+	all_sent(q);
+	checkpoint_objects(ids2, 8, true);
+	CHECK_EQ(v.mw_errs, 0);
+	CHECK_EQ(dev_mw(w1)->key >> 8, 0xa0002);
+	CHECK(dev_mw(w1)->bound);
+	CHECK(dev_mw(w2)->bound && dev_mw(w2)->qp == to_iqp(q)->real);
+	CHECK_EQ(dev_mw(w2)->key, 0xa0001a3);
+	CHECK(!dev_mw(w3)->bound);
+	CHECK(dev_mw(w4)->bound && dev_mw(w4)->qp == to_iqp(q)->real);
+	CHECK_EQ(dev_mw(w4)->key, 0xa0004a1);
+	CHECK_EQ(w1->rkey, 0x80002c5);			/* the application's keys stay */
+	CHECK_EQ(w4->rkey, 0x90005a1);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w4->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0xa0004a1);
+	CHECK_EQ(v.mw_oops, 0);
+	/* w3, free at the release: its vendor's byte kept (0xf0), bound by its key */
+	CHECK_EQ(post1(q, bind_wr(w3, mr, ibv_inc_rkey(w3->rkey), buf + 128)), 0);
+	CHECK_EQ(dev_mw(w3)->key, 0xa0003f1);
+	w3->rkey = ibv_inc_rkey(w3->rkey);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w3->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0xa0003f1);
+	CHECK_EQ(v.mw_errs, 0);
+
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w3), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w4), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q2), 0);
+	app_destroy_cq(cq);
+	ctx_list(false);
 	app_fini();
 }
 
@@ -5065,6 +5311,7 @@ int main(void)
 	RUN(dealloc_races_a_poller);
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
+	RUN(windows_through_a_restart);
 	RUN(wr_api_binds_a_window_after_a_restart);
 	return unit_done();
 }
