@@ -457,6 +457,7 @@ static void add_control(struct snap_writer *w)
 		r->cmd_fd = (uint32_t)cmd;
 		r->reply_fd = (uint32_t)reply;
 		r->released = ibckpt_released;
+		r->caps = IBCKPT_SNAP_CAP_ID_MW;
 	}
 }
 

@@ -224,8 +224,9 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_CONTROL: {
 		const struct ibckpt_snap_control *c = pl;
 
-		fprintf(f, "  restart channel: fds %u and %u%s\n", c->cmd_fd, c->reply_fd,
-			c->released ? ", released" : "");
+		fprintf(f, "  restart channel: fds %u and %u%s%s\n", c->cmd_fd, c->reply_fd,
+			c->released ? ", released" : "",
+			c->caps & IBCKPT_SNAP_CAP_ID_MW ? ", window identities" : "");
 		break;
 	}
 	case IBCKPT_SNAP_WR: {
@@ -385,8 +386,8 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_CONTROL: {
 		const struct ibckpt_snap_control *c = pl;
 
-		fprintf(f, "{\"cmd_fd\":%u,\"reply_fd\":%u,\"released\":%s}", c->cmd_fd,
-			c->reply_fd, c->released ? "true" : "false");
+		fprintf(f, "{\"cmd_fd\":%u,\"reply_fd\":%u,\"released\":%s,\"caps\":%u}",
+			c->cmd_fd, c->reply_fd, c->released ? "true" : "false", c->caps);
 		break;
 	}
 	case IBCKPT_SNAP_WR: {

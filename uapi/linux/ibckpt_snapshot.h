@@ -330,7 +330,8 @@ struct ibckpt_snap_xrcd {
  * @cmd_fd: a descriptor of its command pipe (uapi/linux/ibckpt_restart.h)
  * @reply_fd: a descriptor of its reply pipe
  * @released: 1 if its vendor resources are released
- * @pad: 0
+ * @caps: IBCKPT_SNAP_CAP_* the provider's restart channel has (0 from a
+ *	provider that predates them: the field was padding)
  *
  * Descriptor numbers in the process, to be opened through /proc/PID/fd.
  */
@@ -338,8 +339,11 @@ struct ibckpt_snap_control {
 	__u32 cmd_fd;
 	__u32 reply_fd;
 	__u32 released;
-	__u32 pad;
+	__u32 caps;
 };
+
+/* Its REMAP takes IBCKPT_ID_MW identities (memory windows across a restart). */
+#define IBCKPT_SNAP_CAP_ID_MW	(1u << 0)
 
 /**
  * enum ibckpt_snap_wq - WR record: which queue the work request sits on
