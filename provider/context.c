@@ -105,6 +105,7 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_addrs_init(&ctx->addrs);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
+	ctx->wc_inv = ibckpt_mw_wc_inv(NULL);
 }
 
 /* Undoes ibckpt_context_init(); the vendor's context is the caller's. */
@@ -175,6 +176,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->vctx.context.async_fd = afd;
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
 	ibckpt_context_init(ctx, real);
+	ctx->wc_inv = ibckpt_mw_wc_inv(dev->vendor->name);
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
 	verbs_set_ops(&ctx->vctx, &ibckpt_gated_ops);	/* gated.c: some of the same, gated */
 	if (ibckpt_stats_on)
@@ -552,6 +554,7 @@ int ibckpt_context_reopen(struct ibckpt_context *ctx, const char *name)
 		goto out;
 	}
 	ctx->real = real;
+	ctx->wc_inv = ibckpt_mw_wc_inv(idev->vendor->name);	/* a map may name another's */
 	ibckpt_async_reopen(ctx);
 	if (name != ctx->ident->devname)	/* may be the same string */
 		snprintf(ctx->ident->devname, sizeof(ctx->ident->devname), "%s", name);

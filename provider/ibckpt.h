@@ -89,6 +89,8 @@ struct ibckpt_context {
 	struct ibckpt_gate gate;		/* hot: first */
 	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
 	bool remapped;				/* virtual != real IDs (after restart) */
+	/* wc_flags of a receive that invalidated a key: the vendor's (mw.c) */
+	unsigned int wc_inv;
 	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
@@ -631,6 +633,8 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc);
 void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e);
 void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp);
+void ibckpt_mw_mr_gone(struct ibckpt_context *ctx, struct ibckpt_mr *mr);
+unsigned int ibckpt_mw_wc_inv(const char *vendor);
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibckpt_destroy_ah(struct ibv_ah *ah);
 typedef struct ibv_cq *(*ibckpt_make_cq_fn)(struct ibckpt_cq *cq,

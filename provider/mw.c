@@ -303,6 +303,12 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 	}
 }
 
+/* ctx->wc_inv for a context on the vendor provider named @vendor (NULL: unknown). */
+unsigned int ibckpt_mw_wc_inv(const char *vendor)
+{
+	return IBV_WC_WITH_INV | (vendor && !strcmp(vendor, "rxe") ? IBV_WC_IP_CSUM_OK : 0);
+}
+
 /**
  * ibckpt_mw_wc() - a completion that may have invalidated a window of ours
  * @ctx: the context of the CQ (it has type 2 windows: IBCKPT_CQ_WINDOWS)
@@ -311,8 +317,11 @@ void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
  * A peer's send with invalidate unbinds the window, and the key the
  * completion names becomes the one the application knows. Debian's rxe
  * marks such a completion with the kernel's IB_WC_WITH_INVALIDATE bit
- * (1 << 2, IBV_WC_IP_CSUM_OK to libibverbs) instead of IBV_WC_WITH_INV: either
- * is taken, the key checked against the window's own.
+ * (1 << 2, IBV_WC_IP_CSUM_OK to libibverbs) instead of IBV_WC_WITH_INV: on
+ * rxe either is taken (ctx->wc_inv), elsewhere IBV_WC_WITH_INV alone (mlx5
+ * sets IBV_WC_IP_CSUM_OK on UD and raw packet receives, whose
+ * invalidated_rkey is not written); the key is checked against the
+ * window's own.
  * Context: the CQ's lock held, inside the gate.
  */
 void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
@@ -320,8 +329,7 @@ void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
 	struct ibckpt_mw *mw;
 
 	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV ||
-	    !(wc->wc_flags & (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)) ||
-	    (wc->wc_flags & IBV_WC_WITH_IMM))
+	    !(wc->wc_flags & ctx->wc_inv) || (wc->wc_flags & IBV_WC_WITH_IMM))
 		return;
 	ibckpt_spin_lock(&ctx->key_lock);
 	mw = ibckpt_mw_find(ctx, wc->invalidated_rkey, true);
@@ -390,8 +398,36 @@ void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp)
 		if (o->type != IBCKPT_SNAP_MW)
 			continue;
 		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+		ibckpt_spin_lock(&ctx->key_lock);	/* as pollers write it */
 		if (mw->qp == qp)
 			mw->qp = NULL;
+		ibckpt_spin_unlock(&ctx->key_lock);
+	}
+}
+
+/*
+ * An MR is deregistered, ctx->lock held: a window bound to it (a vendor
+ * that lets it go; rxe refuses) is in a state of the vendor's, and its
+ * bind names an MR that is gone: unknown, until its next bind or
+ * invalidate (the release refuses it meanwhile, and never follows the MR).
+ */
+void ibckpt_mw_mr_gone(struct ibckpt_context *ctx, struct ibckpt_mr *mr)
+{
+	struct ibckpt_obj *o;
+
+	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
+		struct ibckpt_mw *mw;
+
+		if (o->type != IBCKPT_SNAP_MW)
+			continue;
+		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+		ibckpt_spin_lock(&ctx->key_lock);
+		if (mw->bind.mr == &mr->vmr.ibv_mr) {
+			mw->bind.mr = NULL;
+			mw->qp = NULL;
+			mw->unsure = true;
+		}
+		ibckpt_spin_unlock(&ctx->key_lock);
 	}
 }
 
@@ -628,48 +664,84 @@ static int priv_bind(struct priv_qp *p, struct ibckpt_mw *mw)
 	return wc.status == IBV_WC_SUCCESS ? 0 : EIO;
 }
 
+static int by_pd(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)(*(struct ibckpt_mw *const *)a)->ibv_mw.pd;
+	uintptr_t y = (uintptr_t)(*(struct ibckpt_mw *const *)b)->ibv_mw.pd;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Type 1 windows @v[0..n), one PD's, bound again through one private QP of it. */
+static int bind_type1_of_pd(struct ibckpt_context *ctx, struct ibckpt_mw **v, size_t n)
+{
+	struct priv_qp p = { 0 };
+	size_t i;
+	int err;
+
+	err = priv_qp_open(ctx, to_ipd(v[0]->ibv_mw.pd)->real, &p);
+	if (err)
+		ibckpt_restart_err("memory window %#x: a QP to bind it through: %s", v[0]->vrkey,
+				   strerror(err));
+	for (i = 0; i < n && !err; i++) {
+		err = priv_bind(&p, v[i]);
+		if (err)
+			ibckpt_restart_err("memory window %#x: binding it again: %s", v[i]->vrkey,
+					   strerror(err));
+		else
+			v[i]->key_off = (uint8_t)((v[i]->real->rkey - v[i]->vrkey) & 0xff);
+	}
+	priv_qp_close(&p);
+	return err;
+}
+
 /*
  * Type 1 windows bound at the release are bound again, to the same range,
- * through a private QP of their PD: the vendor picks the key byte, and the
- * window's key offset follows from it. Then every window's identity is
- * published. Return: 0 or an errno.
+ * through a private QP of their PD (one per PD, whatever the order the
+ * windows were made in): the vendor picks the key byte, and the window's
+ * key offset follows from it. Then every window's identity is published.
+ * Return: 0 or an errno.
  */
 int ibckpt_mw_bind_type1(struct ibckpt_context *ctx)
 {
-	struct priv_qp p = { 0 };
-	struct ibv_pd *cur = NULL;
+	struct ibckpt_mw **v = NULL, *mw;
 	struct ibckpt_obj *o;
+	size_t n = 0, cap = 0, i, j;
 	int err = 0;
 
-	for (o = ctx->objs.next; o != &ctx->objs && !err; o = o->next) {
-		struct ibckpt_mw *mw;
-
+	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
 		if (o->type != IBCKPT_SNAP_MW)
 			continue;
 		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
-		if (mw->ibv_mw.type == IBV_MW_TYPE_1 && mw->bind.mr) {
-			if (cur != mw->ibv_mw.pd) {
-				priv_qp_close(&p);
-				cur = mw->ibv_mw.pd;
-				err = priv_qp_open(ctx, to_ipd(cur)->real, &p);
-				if (err) {
-					ibckpt_restart_err("memory window %#x: a QP to bind it "
-							   "through: %s", mw->vrkey, strerror(err));
-					break;
-				}
+		if (mw->ibv_mw.type != IBV_MW_TYPE_1 || !mw->bind.mr)
+			continue;
+		if (n == cap) {
+			struct ibckpt_mw **nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				ibckpt_restart_err("memory windows: out of memory");
+				return ENOMEM;
 			}
-			err = priv_bind(&p, mw);
-			if (err) {
-				ibckpt_restart_err("memory window %#x: binding it again: %s",
-						   mw->vrkey, strerror(err));
-				break;
-			}
-			mw->key_off = (uint8_t)((mw->real->rkey - mw->vrkey) & 0xff);
+			v = nv;
 		}
+		v[n++] = mw;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), by_pd);
+	for (i = 0; i < n && !err; i = j) {
+		for (j = i + 1; j < n && v[j]->ibv_mw.pd == v[i]->ibv_mw.pd; j++)
+			;
+		err = bind_type1_of_pd(ctx, v + i, j - i);
+	}
+	free(v);
+	for (o = ctx->objs.next; o != &ctx->objs && !err; o = o->next) {
+		if (o->type != IBCKPT_SNAP_MW)
+			continue;
+		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
 		err = ibckpt_ident_add(IBCKPT_ID_MW, ctx->ident->vdev, mw->vrkey,
 				       mw_real_key(mw, mw->vrkey), NULL, NULL);
 	}
-	priv_qp_close(&p);
 	return err;
 }
 

@@ -87,6 +87,7 @@ static struct {
 	int mw_refuse;			/* binds the device refuses next (an MR without bind access) */
 	int mw_busy;			/* errno for the next dealloc_mw, 0: free it */
 	int mw_held;			/* MRs deregistered, QPs destroyed with a window on them */
+	int qps_made;			/* QPs the vendor created */
 	void (*mw_freed)(uint32_t key);	/* run by ibv_dealloc_mw() once it freed the window */
 	int mw_oops;			/* local invalidates of a free type 2 window */
 	int srq_arms;			/* how many times one was armed */
@@ -489,6 +490,7 @@ static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 		errno = v.fail;
 		return NULL;
 	}
+	v.qps_made++;
 	v.qp_attr = *a;
 	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
 	a->cap.max_send_sge = a->cap.max_send_sge > 1 ? 4 : 1;
@@ -964,6 +966,24 @@ int ibv_destroy_srq(struct ibv_srq *s)
 {
 	CHECK(s->context == &vendor.context);
 	free(s);
+	v.destroyed++;
+	return 0;
+}
+
+/* The vendor's PDs (libibverbs would call its alloc_pd op). */
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+{
+	struct ibv_pd *p = fake_alloc(sizeof(*p));
+
+	p->context = c;
+	p->handle = 2;
+	return p;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *p)
+{
+	CHECK(p->context == &vendor.context);
+	free(p);
 	v.destroyed++;
 	return 0;
 }
@@ -4417,6 +4437,17 @@ static void windows_follow_binds_and_invalidations(void)
 	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a2, buf)), 0);
 	CHECK(to_imw(w2)->bind.mr == mr);
 	w2->rkey = 0x80001a2;
+	/*
+	 * A vendor other than rxe: IBV_WC_IP_CSUM_OK is a checksum's (mlx5 sets
+	 * it on UD and raw packet receives), invalidated_rkey not written
+	 */
+	ctx->wc_inv = ibckpt_mw_wc_inv("mlx5");
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .wc_flags = IBV_WC_IP_CSUM_OK,
+					   .invalidated_rkey = 0x80001a2 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	ctx->wc_inv = ibckpt_mw_wc_inv("rxe");		/* Debian's rxe: bit 2 is the invalidation */
 	peer_invalidates(0x80001a2, IBV_WC_GRH | IBV_WC_IP_CSUM_OK);
 	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
 	CHECK(to_imw(w2)->bind.mr == NULL);
@@ -5163,6 +5194,110 @@ static void windows_through_a_restart(void)
 	app_fini();
 }
 
+/*
+ * Type 1 windows of two PDs, made in turn: bound again through one private
+ * QP per PD (they were opened and closed at each change of PD).
+ */
+static void type1_windows_rebound_per_pd(void)
+{
+	static char buf[64];
+	struct ibv_mw_bind b = { .wr_id = 3 };
+	struct ibv_mw *w[3];
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr, *mr2;
+	struct ibv_cq *cq;
+	struct ibv_qp *q, *q2;
+	struct ibv_qp_init_attr_ex qa;
+	int i;
+
+	static const uint32_t ids[] = { 0x66, 0x67, 0x300, 0x301, 0x8000100, 0x8000200,
+					0x8000300 };
+
+	app_init();
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	memcpy(v.ids, ids, sizeof(ids));
+	v.nids = 7;
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	pd2 = ibckpt_alloc_pd(&ctx->vctx.context);
+	CHECK(pd2 != NULL);
+	qa = (struct ibv_qp_init_attr_ex){
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1, .max_recv_wr = 4, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd2 };
+	q2 = ibckpt_create_qp_ex(&ctx->vctx.context, &qa);
+	CHECK(q2 != NULL);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	mr2 = ibckpt_reg_mr(pd2, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	for (i = 0; i < 3; i++) {
+		w[i] = ibckpt_alloc_mw(i == 1 ? pd2 : &pd.ibv_pd, IBV_MW_TYPE_1);
+		CHECK(w[i] != NULL);
+		b.bind_info = (struct ibv_mw_bind_info){ .mr = i == 1 ? mr2 : mr,
+							 .addr = (uintptr_t)buf, .length = 8 };
+		CHECK_EQ(ibckpt_bind_mw(i == 1 ? q2 : q, w[i], &b), 0);
+	}
+	v.ids[0] = 0x9000100;
+	v.ids[1] = 0x9000200;
+	v.ids[2] = 0x9000300;
+	v.ids[3] = 0x68;
+	v.ids[4] = 0x69;
+	v.nids = 5;
+	v.next_id = 0;
+	for (i = 0; i < 3; i++) {
+		ibckpt_mw_release(to_imw(w[i]));
+		CHECK_EQ(ibckpt_mw_recreate(to_imw(w[i])), 0);
+	}
+	v.qps_made = 0;
+	CHECK_EQ(ibckpt_mw_bind_type1(ctx), 0);
+	CHECK_EQ(v.qps_made, 2);
+	for (i = 0; i < 3; i++)
+		CHECK(dev_mw(w[i])->bound);
+	CHECK(dev_mw(w[1])->mr == to_imr(mr2)->real);
+
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(ibckpt_dealloc_mw(w[i]), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr2)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q2), 0);
+	CHECK_EQ(ibckpt_dealloc_pd(pd2), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * An MR deregistered under a bound window (a vendor that lets it; rxe
+ * does not): the window's state is the vendor's, its bind names nothing:
+ * unknown until bound or invalidated again, never followed.
+ */
+static void mr_gone_under_a_window(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK(to_imw(w)->bind.mr == NULL && to_imw(w)->qp == NULL);
+	CHECK(to_imw(w)->unsure);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w)), EOPNOTSUPP);
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 /* A type 2 window whose QP is gone cannot be bound again: the release refuses it. */
 static void window_of_a_destroyed_qp_is_refused(void)
 {
@@ -5312,6 +5447,8 @@ int main(void)
 	RUN(windows_come_back_after_a_release);
 	RUN(window_of_a_destroyed_qp_is_refused);
 	RUN(windows_through_a_restart);
+	RUN(type1_windows_rebound_per_pd);
+	RUN(mr_gone_under_a_window);
 	RUN(wr_api_binds_a_window_after_a_restart);
 	return unit_done();
 }
