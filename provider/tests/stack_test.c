@@ -45,6 +45,7 @@ static struct verbs_context vendor;
 static struct ibv_pd vendor_pd = { .context = &vendor.context, .handle = 1 };
 
 struct fake_mw;
+static struct ibv_cq_ex *fake_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a);
 
 static struct {
 	struct ibv_xrcd_init_attr xrcd_attr;
@@ -625,6 +626,7 @@ static void vendor_init(void)
 	vendor.open_qp = fake_open_qp;
 	vendor.query_port = fake_query_port;
 	vendor.query_device_ex = fake_query_device_ex;
+	vendor.create_cq_ex = fake_create_cq_ex;
 	vendor.context.ops.post_srq_recv = fake_post_srq_recv;
 	vendor.context.ops.post_send = fake_post_send;
 	vendor.context.ops.alloc_mw = fake_alloc_mw;
@@ -647,7 +649,10 @@ struct fake_channel {
 };
 
 struct fake_cq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx;	/* ibv_create_cq_ex()'s */
+	};
 	uint32_t reported;		/* under cq.mutex */
 };
 
@@ -689,6 +694,15 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 	pthread_mutex_init(&cq->mutex, NULL);
 	pthread_cond_init(&cq->cond, NULL);
 	return cq;
+}
+
+/* An extended CQ: ibv_poll_cq() works on it (fake_poll_cq()), as on rxe's. */
+static struct ibv_cq_ex *fake_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
+{
+	struct ibv_cq *cq = ibv_create_cq(c, (int)a->cqe, a->cq_context, a->channel,
+					  (int)a->comp_vector);
+
+	return &((struct fake_cq *)cq)->cqx;
 }
 
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
@@ -5298,6 +5312,60 @@ static void mr_gone_under_a_window(void)
 	app_fini();
 }
 
+/*
+ * A peer's invalidation seen through an extended CQ (ibv_start_poll(),
+ * ibv_wc_read_invalidated_rkey()) after a restart: the window is unbound,
+ * and the key read is the one the application knows.
+ */
+static void invalidation_through_an_extended_cq(void)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_IMM |
+							 IBV_WC_EX_WITH_QP_NUM };
+	struct ibv_poll_cq_attr pa = { 0 };
+	static char buf[64];
+	struct ibv_cq_ex *cqx;
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_qp *q;
+
+	app_init();
+	cqx = ibckpt_create_cq_ex(&ctx->vctx.context, &ca);
+	CHECK(cqx != NULL);
+	q = rts_qp(ibv_cq_ex_to_cq(cqx));
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.nids = 2;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	/* released and re-created on another index, the same key byte (type 2) */
+	ibckpt_mw_release(to_imw(w));
+	v.ids[0] = 0x90005a0;
+	v.nids = 1;
+	v.next_id = 0;
+	CHECK_EQ(ibckpt_mw_recreate(to_imw(w)), 0);
+	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+	CHECK_EQ(dev_mw(w)->key, 0x90005a1);
+	peer_invalidates(0x90005a1, IBV_WC_WITH_INV);
+	CHECK_EQ(ibv_start_poll(cqx, &pa), 0);
+	CHECK_EQ(cqx->wr_id, 9);
+	CHECK(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_INV);
+	CHECK_EQ(ibv_wc_read_invalidated_rkey(cqx), 0x80001a1);
+	CHECK_EQ(ibv_next_poll(cqx), ENOENT);
+	ibv_end_poll(cqx);
+	CHECK(to_imw(w)->bind.mr == NULL);
+
+	ctx->remapped = false;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	app_fini();
+}
+
 /* A type 2 window whose QP is gone cannot be bound again: the release refuses it. */
 static void window_of_a_destroyed_qp_is_refused(void)
 {
@@ -5449,6 +5517,7 @@ int main(void)
 	RUN(windows_through_a_restart);
 	RUN(type1_windows_rebound_per_pd);
 	RUN(mr_gone_under_a_window);
+	RUN(invalidation_through_an_extended_cq);
 	RUN(wr_api_binds_a_window_after_a_restart);
 	return unit_done();
 }
