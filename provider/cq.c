@@ -154,12 +154,34 @@ int ibckpt_destroy_cq(struct ibv_cq *ibcq)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_del(ctx, &cq->obj);
+	ibckpt_spin_lock(&cq->lock);
+	ibckpt_cq_orphans_drop(cq);		/* their completions went with it */
+	ibckpt_spin_unlock(&cq->lock);
 	ibckpt_gate_exit(&ctx->gate);
 	if (!cq_events_done(cq))
 		return 0;
 	ibckpt_vcq_destroy(&cq->vcq);
 	free(cq);
 	return 0;
+}
+
+/* After a restart a completion names the vendor's QPN: the application's instead. */
+static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, struct ibv_wc *wc)
+{
+	/*
+	 * One of this CQ's: the shadow is alive under its lock (the vendor's
+	 * QP may not be: a destroy frees it first).
+	 */
+	const struct ibckpt_qp *qp = cq->last_qp;
+
+	if (qp && qp->real_qpn == wc->qp_num) {
+		wc->qp_num = qp->vqp.qp.qp_num;
+		ibckpt_wc_ud_source(ctx, qp, wc);
+	} else {
+		ibckpt_spin_lock(&ctx->qpn_lock);
+		ibckpt_wc_to_virtual(ctx, wc, 1);
+		ibckpt_spin_unlock(&ctx->qpn_lock);
+	}
 }
 
 /*
@@ -173,47 +195,83 @@ static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx
 						       struct ibckpt_cq *cq,
 						       struct ibv_wc *wc, int n)
 {
-	const struct ibckpt_qp *qp;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		/*
-		 * One of this CQ's: the shadow is alive under its lock (the
-		 * vendor's QP may not be: a destroy frees it first).
-		 */
-		qp = cq->last_qp;
-		if (qp && qp->real_qpn == wc[i].qp_num) {
-			wc[i].qp_num = qp->vqp.qp.qp_num;
-			ibckpt_wc_ud_source(ctx, qp, &wc[i]);
-		} else {
-			ibckpt_spin_lock(&ctx->qpn_lock);
-			ibckpt_wc_to_virtual(ctx, &wc[i], 1);
-			ibckpt_spin_unlock(&ctx->qpn_lock);
-		}
+		wc_remap(ctx, cq, &wc[i]);
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	}
 }
 
-/* Retires what the vendor returned, under the CQ's lock; inside the gate. */
-static inline void retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				 struct ibv_wc *wc, int n)
+/*
+ * A provider-internal request is outstanding on a queue completing here
+ * (qp_internal.c), or an orphan of one: each completion is translated if
+ * need be and retired on its own, and the internal request's is taken
+ * out. A poll's full batch (@n of @ne asked) that lost one has the vendor
+ * asked again for as many, until it has no more, so that the
+ * application's completions behind it are not left for its next poll
+ * (which an application woken by the CQ's event, or polling one at a
+ * time as cq_ex does, would not make; review M1). @ne 0: a drain, which
+ * polls again by itself. Return: how many are left, in order, at the
+ * front of @wc.
+ */
+static __attribute__((noinline)) int retire_internal(struct ibckpt_context *ctx,
+						      struct ibckpt_cq *cq,
+						      struct ibv_wc *wc, int n, int ne)
+{
+	int i, k = 0, at = 0, asked = ne;
+
+	for (;;) {
+		for (i = at; i < at + n; i++) {
+			if (cq->orphans && ibckpt_cq_orphan(cq, &wc[i]))	/* vendor's QPN */
+				continue;
+			if (ctx->remapped)
+				wc_remap(ctx, cq, &wc[i]);
+			if (!ibckpt_qp_retire_checked(ctx, cq, &wc[i]))
+				continue;
+			if (k != i)
+				wc[k] = wc[i];
+			k++;
+		}
+		if (k >= ne || n < asked)	/* all the room used, or the vendor's CQ empty */
+			return k;
+		at = k;
+		asked = ne - k;
+		n = ibv_poll_cq(cq->real, asked, wc + k);
+		if (n <= 0)
+			return k;
+	}
+}
+
+/*
+ * Retires what the vendor returned (@n of @ne asked), under the CQ's lock;
+ * inside the gate. Return: how many completions are the application's
+ * (all of them, but while an internal request is outstanding), at the
+ * front of @wc.
+ */
+static inline int retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				struct ibv_wc *wc, int n, int ne)
 {
 	int i;
 
+	if (__builtin_expect(atomic_load_explicit(&cq->internal, memory_order_relaxed) != 0, 0))
+		return retire_internal(ctx, cq, wc, n, ne);
 	if (__builtin_expect(ctx->remapped, 0)) {
 		retire_remapped(ctx, cq, wc, n);
-		return;
+		return n;
 	}
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
+	return n;
 }
 
-static inline void retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				 struct ibv_wc *wc, int n)
+static inline int retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+				struct ibv_wc *wc, int n, int ne)
 {
 	ibckpt_spin_lock(&cq->lock);
-	retire_locked(ctx, cq, wc, n);
+	n = retire_locked(ctx, cq, wc, n, ne);
 	ibckpt_spin_unlock(&cq->lock);
+	return n;
 }
 
 /**
@@ -268,7 +326,7 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 		return n;
 	r = ibv_poll_cq(cq->real, ne - n, wc + n);
 	if (r > 0)
-		retire_polled(cq->ctx, cq, wc + n, r);
+		r = retire_polled(cq->ctx, cq, wc + n, r, ne - n);
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
@@ -285,11 +343,11 @@ static __attribute__((noinline, cold)) int poll_refused(int err)
  * registers.
  */
 static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
-						      int n)
+						      int n, int ne)
 {
 	struct ibckpt_context *ctx = cq->ctx;
 
-	retire_polled(ctx, cq, wc, n);
+	n = retire_polled(ctx, cq, wc, n, ne);
 	ibckpt_gate_exit(&ctx->gate);
 	return n;
 }
@@ -315,7 +373,7 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		return poll_drained_exit(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
-		return poll_retire_exit(cq, wc, n);
+		return poll_retire_exit(cq, wc, n, ne);
 	ibckpt_gate_exit(&cq->ctx->gate);
 	return n;
 }
@@ -325,13 +383,17 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
  * @cq: the CQ; its context's gate is closed, so no application thread polls
  * @moved: incremented by the completions moved
  *
- * Retires the completions' logged requests, as a poll would. Everything the
- * vendor's CQ holds is taken. A private queue found full (the application
- * polled nothing since an earlier freeze) doubles once the vendor shows one
- * more: those requests were executed too, and left in the vendor's CQ they
- * would stay in the logs, for a restart to run again. Without memory for
- * it, that one completion waits in cq->spill (served right behind the
- * private queue) and the drain fails.
+ * Retires the completions' logged requests, as a poll would; a
+ * provider-internal request's completion (qp_internal.c) is retired and
+ * dropped, an orphan's dropped, and the orphans whose completions did not
+ * come are forgotten once the vendor's CQ is empty (no poller holds one
+ * taken from it). Everything the vendor's CQ holds is taken. A private queue
+ * found full (the application polled nothing since an earlier freeze)
+ * doubles once the vendor shows one more: those requests were executed
+ * too, and left in the vendor's CQ they would stay in the logs, for a
+ * restart to run again. Without memory for it, that one completion waits
+ * in cq->spill (served right behind the private queue) and the drain
+ * fails.
  * Return: 0, or ENOMEM (nothing lost; the rest stays the vendor's).
  */
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
@@ -348,9 +410,17 @@ int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 	while (!cq->spilled) {
 		space = cq->vcq.size - ibckpt_vcq_count(&cq->vcq);
 		n = ibv_poll_cq(cq->real, space ? (space < 32 ? (int)space : 32) : 1, wc);
-		if (n <= 0)
+		if (n < 0)
 			break;
-		retire_locked(cq->ctx, cq, wc, n);
+		if (!n) {
+			/* no poller holds one of theirs: the gate is closed */
+			if (cq->orphans)
+				ibckpt_cq_orphans_drop(cq);
+			break;
+		}
+		n = retire_locked(cq->ctx, cq, wc, n, 0);	/* an internal request's dropped */
+		if (!n)
+			continue;
 		if (!space && ibckpt_vcq_grow(&cq->vcq)) {
 			cq->spill = wc[0];
 			cq->spilled = true;
@@ -424,6 +494,9 @@ void ibckpt_cq_release(struct ibckpt_cq *cq)
 	if (cq->real && ibv_destroy_cq(cq->real))
 		ibckpt_dbg("release: the vendor kept a CQ busy");
 	cq->real = NULL;
+	ibckpt_spin_lock(&cq->lock);
+	ibckpt_cq_orphans_drop(cq);		/* their completions went with it */
+	ibckpt_spin_unlock(&cq->lock);
 	/* armed, and what would have raised its event was drained: it is owed one */
 	if (cq->chan && atomic_load(&cq->armed) && !ibckpt_vcq_empty(&cq->vcq))
 		ibckpt_channel_notify(cq);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
 #include "addr.h"
@@ -178,6 +179,19 @@ struct ibckpt_cq {
 	 */
 	struct ibckpt_spinlock lock;
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
+	/*
+	 * Provider-internal requests outstanding on the send queues that
+	 * complete here (qp_internal.c): while not 0, what a poll or drain
+	 * finds is retired one completion at a time and theirs taken out.
+	 * Changed under lock; a poll reads it without.
+	 */
+	atomic_uint internal;
+	/*
+	 * Internal requests whose QP was reset or destroyed while they were
+	 * outstanding (counted in 'internal' too): a completion the vendor
+	 * made before is still to be dropped (qp_internal.c). Under lock.
+	 */
+	struct ibckpt_internal_tok *orphans;
 	struct ibckpt_vcq vcq;
 	struct ibv_wc spill;			/* a drain's, the private queue full */
 	bool spilled;
@@ -230,6 +244,42 @@ struct ibckpt_qp_rel {
 	uint32_t sq_psn, rq_psn;
 	uint64_t peer_vdev;			/* device of its RC/UC destination */
 	uint32_t qpn_virt_gen;			/* entry in ctx->qpn_virt */
+};
+
+/*
+ * A provider-internal request's token (qp_internal.c): its address is the
+ * request's wr_id, unique while the token lives (until the completion was
+ * seen, or cannot come any more), whatever becomes of the QP's shadow.
+ */
+struct ibckpt_internal_tok {
+	struct ibckpt_internal_tok *next;	/* on its CQ's orphans */
+	uint32_t qpn;				/* the vendor's QPN it was posted on */
+};
+
+/*
+ * A provider-internal request on an application's send queue
+ * (qp_internal.c): its slot and wr_id tell its completion from the
+ * application's. Under the send CQ's lock.
+ */
+struct ibckpt_qp_internal {
+	uint64_t wr_id;				/* the provider's: the token's address */
+	struct ibckpt_internal_tok *tok;	/* while pending */
+	uint32_t pos;				/* its slot in the send log, free-running */
+	bool pending;				/* posted, its completion not seen yet */
+	enum ibv_wc_status status;		/* the last one's, once completed */
+};
+
+/* The release's fence behind RDMA READs and atomics (fence.c). */
+struct ibckpt_qp_fence {
+	struct timespec at;			/* posted at (CLOCK_MONOTONIC) */
+	unsigned int ms;			/* to be waited for this long at most */
+	uint8_t kind;				/* enum ibckpt_fence_kind: planned or posted */
+	bool planned;				/* by this release's checks, not posted yet */
+	bool posted;				/* by this release, not waited for yet */
+	struct ibv_send_wr wr;			/* the planned fence, the vendor's terms */
+	struct ibckpt_qp *next;			/* on the list a release waits on */
+	struct ibv_mr *mr;			/* an atomic fence's result lands in buf */
+	void *buf;
 };
 
 /* The QP attributes given so far, merged: what a restart replays. */
@@ -315,6 +365,8 @@ struct ibckpt_qp {
 	struct ibckpt_qpx *qpx;			/* ibv_wr_* API, NULL if not asked for */
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
+	struct ibckpt_qp_internal internal;
+	struct ibckpt_qp_fence fence;
 };
 
 #define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */
@@ -580,6 +632,21 @@ void ibckpt_qpx_free(struct ibckpt_qpx *s);
 size_t ibckpt_qpx_bytes(const struct ibckpt_qpx *s);
 /* qp_ex_post.c: a batch to the vendor's ibv_wr_* API, whole or not at all */
 int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr);
+
+/* qp_internal.c: provider-internal requests on an application's QP */
+int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr);
+int ibckpt_qp_internal_wait(struct ibckpt_qp *qp, unsigned int timeout_ms);
+int ibckpt_qp_post_internal(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+			    unsigned int timeout_ms);
+int ibckpt_qp_internal_check(struct ibckpt_qp *qp, bool *pending, enum ibv_wc_status *status);
+bool ibckpt_qp_internal_pending(struct ibckpt_qp *qp);
+uint64_t ibckpt_qp_internal_wr_id(struct ibckpt_qp *qp);
+void ibckpt_qp_internal_forget(struct ibckpt_qp *qp);
+void ibckpt_qp_internal_gone(struct ibckpt_qp *qp);
+bool ibckpt_cq_orphan(struct ibckpt_cq *cq, const struct ibv_wc *wc);
+void ibckpt_cq_orphans_drop(struct ibckpt_cq *cq);
+bool ibckpt_qp_retire_checked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
+			      struct ibv_wc *wc);
 
 /* Retiring the logged request a completion reports (cq.c polls, qp.c owns the logs). */
 struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq *cq,

@@ -287,6 +287,8 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->rel.qpn_virt_gen)	/* restarted: its real QPN may be handed out again */
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_qp_internal_gone(qp);		/* its completion still dropped */
+	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
 	ibckpt_obj_del(ctx, &qp->obj);
@@ -351,6 +353,15 @@ int ibckpt_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (!ret) {
 		bool reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
 
+		/*
+		 * An internal request is gone with the rest, its completion
+		 * maybe in the CQ: an orphan, before its slot goes below (a
+		 * poller meanwhile tells it by its slot, or as an orphan).
+		 */
+		if (reset) {
+			ibckpt_qp_internal_forget(qp);
+			ibckpt_fence_put(qp);
+		}
 		ibckpt_spin_lock(&qp->sq_lock);
 		qp_history_add(&qp->hist, attr, mask);
 		/* A reset empties the queues without completions: forget them too. */
@@ -889,7 +900,8 @@ static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct 
  * RNR retry rewinds the send PSN to what the peer expects) or sent in part
  * would be forgotten by the release. Each logged request took its packets'
  * PSNs (wrlog.h): the QP's next PSN must be the one after all of them.
- * Return: 0, or EBUSY (with the reason).
+ * Return: 0, EBUSY (with the reason), or EOPNOTSUPP if the device cannot
+ * say.
  */
 static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 {
@@ -905,8 +917,11 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 	if (!known)	/* sends logged before the QP had an MTU: the peers' check only */
 		return 0;
 	if (ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &init)) {
-		ibckpt_restart_err("QP %u: query: %s", qp->vqp.qp.qp_num, strerror(errno));
-		return EBUSY;
+		/* not EBUSY: a device that cannot say now is not waited out (review L2) */
+		ibckpt_restart_err("QP %u: the device cannot say its next PSN (%s): its unsignaled "
+				   "requests cannot be shown transmitted", qp->vqp.qp.qp_num,
+				   strerror(errno));
+		return EOPNOTSUPP;
 	}
 	if (a.qp_state != IBV_QPS_RTS || a.sq_psn == want)
 		return 0;
@@ -919,7 +934,8 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 /*
  * The release keeps the PSNs the QP is at (ibckpt_qp_release()); one whose
  * device cannot say would come back at the PSNs it was first given, which
- * its peer passed long ago (review L5). Return: 0 or EBUSY (said).
+ * its peer passed long ago (review L5). Return: 0 or EOPNOTSUPP (said: not
+ * EBUSY, which a checkpoint would try again).
  */
 static int qp_psns_readable(struct ibckpt_qp *qp)
 {
@@ -933,7 +949,7 @@ static int qp_psns_readable(struct ibckpt_qp *qp)
 		return 0;
 	ibckpt_restart_err("QP %u: the device cannot say its PSNs (%s): it cannot be released",
 			   qp->vqp.qp.qp_num, strerror(errno));
-	return EBUSY;
+	return EOPNOTSUPP;
 }
 
 /**
@@ -944,7 +960,11 @@ static int qp_psns_readable(struct ibckpt_qp *qp)
  * A signaled send not completed after the drain would have to be guessed
  * about. Unsignaled sends after the last signaled one complete without a
  * trace: they executed if the peer's expected PSN has passed them, which
- * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED).
+ * the CLI checked when it says so (IBCKPT_RREL_PEERS_CHECKED). An RDMA
+ * READ or atomic among them has a response to come back: an RC QP gets a
+ * fence behind them (fence.c) once every QP passed its checks; a fence of
+ * an earlier try still outstanding was waited for before (it is a
+ * signaled request not completed).
  * Return: 0, EOPNOTSUPP, EBUSY (with the reason for the CLI).
  */
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags)
@@ -1032,6 +1052,8 @@ void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
 	qp->rel.qpn_virt_gen = 0;
 	ibckpt_spin_unlock(&ctx->qpn_lock);
+	ibckpt_qp_internal_forget(qp);
+	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.send_cq, qp);
 	ibckpt_cq_forget_qp(qp->vqp.qp.recv_cq, qp);
 }

@@ -188,10 +188,13 @@ bool ibckpt_rctl_serve(void)
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	switch (h.type) {
 	case IBCKPT_RMSG_PREPARE:
-		err = ibckpt_release_prepare(h.status);
+		err = h.len % sizeof(struct ibckpt_rpeer) ? EINVAL :
+		      ibckpt_release_prepare(h.status, payload,
+					     h.len / sizeof(struct ibckpt_rpeer));
 		break;
 	case IBCKPT_RMSG_RELEASE:
-		err = ibckpt_release(h.status);
+		err = h.len % sizeof(struct ibckpt_rpeer) ? EINVAL :
+		      ibckpt_release(h.status, payload, h.len / sizeof(struct ibckpt_rpeer));
 		if (!ibckpt_released)
 			ibckpt_gate_open(&ibckpt_open_gate);
 		break;

@@ -105,12 +105,69 @@ int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what)
 	return 0;
 }
 
-static int release_check(struct ibckpt_context *ctx, uint32_t flags)
+/*
+ * A PREPARE's refusals (restart.rst, "Exactly once"): the one told, and
+ * returned, is the one that decides what the CLI does. EINPROGRESS first
+ * (a fence that must complete before the job runs again: asked again,
+ * frozen), then a refusal no retry cures (the first one found: the CLI
+ * stops), then EBUSY (requests in flight: a later freeze may find them
+ * done).
+ */
+struct refusal {
+	int err;
+	char msg[sizeof(restart_msg)];
+};
+
+static int refusal_rank(int err)
+{
+	return !err ? 0 : err == EBUSY ? 1 : err == EINPROGRESS ? 3 : 2;
+}
+
+/* A step's outcome, its reason taken from restart_msg (cleared for the next). */
+static void refusal_add(struct refusal *r, int err)
+{
+	if (refusal_rank(err) > refusal_rank(r->err)) {
+		r->err = err;
+		snprintf(r->msg, sizeof(r->msg), "%s", restart_msg[0] ? restart_msg :
+			 strerror(err));
+	}
+	restart_msg[0] = 0;
+}
+
+static int refusal_end(const struct refusal *r)
+{
+	snprintf(restart_msg, sizeof(restart_msg), "%s", r->msg);
+	return r->err;
+}
+
+/* What the CLI says @qp's peer grants, -1 if it does not say. */
+static int peer_access(const struct ibckpt_qp *qp, const struct ibckpt_rpeer *peers,
+		       uint32_t npeers)
+{
+	uint32_t i;
+
+	for (i = 0; i < npeers; i++)
+		if (peers[i].qp == qp->obj.id)
+			return (int)(peers[i].access & (IBV_ACCESS_REMOTE_WRITE |
+							IBV_ACCESS_REMOTE_READ |
+							IBV_ACCESS_REMOTE_ATOMIC));
+	return -1;
+}
+
+/*
+ * What cannot be released yet, or not now, checked before anything is torn
+ * down or posted; every object, but for the first refusal no retry cures.
+ * Fences are planned (ibckpt_fence_plan()) unless IBCKPT_RREL_NO_FENCE.
+ */
+static void release_check(struct ibckpt_context *ctx, uint32_t flags,
+			  const struct ibckpt_rpeer *peers, uint32_t npeers, struct refusal *r)
 {
 	struct ibckpt_obj *o;
+	struct ibckpt_qp *qp;
 	int err;
 
 	for_each_obj(ctx, o, false) {
+		err = 0;
 		switch (o->type) {
 		case IBCKPT_SNAP_XRCD:
 		case IBCKPT_SNAP_MW:
@@ -118,27 +175,80 @@ static int release_check(struct ibckpt_context *ctx, uint32_t flags)
 					   ctx->vctx.context.device->name,
 					   o->type == IBCKPT_SNAP_MW ? "a memory window" :
 					   "an XRC domain");
-			return EOPNOTSUPP;
+			err = EOPNOTSUPP;
+			break;
 		case IBCKPT_SNAP_SRQ:
 			if (OBJ(o, struct ibckpt_srq)->type != IBV_SRQT_BASIC) {
 				ibckpt_restart_err("an XRC SRQ cannot be released yet");
-				return EOPNOTSUPP;
+				err = EOPNOTSUPP;
 			}
 			break;
 		case IBCKPT_SNAP_QP:
-			err = ibckpt_qp_release_check(OBJ(o, struct ibckpt_qp), flags);
-			if (err)
-				return err;
+			qp = OBJ(o, struct ibckpt_qp);
+			err = ibckpt_qp_release_check(qp, flags);
+			if (!err && !(flags & IBCKPT_RREL_NO_FENCE))
+				err = ibckpt_fence_plan(qp, peer_access(qp, peers, npeers));
 			break;
 		case IBCKPT_SNAP_AH:
 			err = ibckpt_addr_publishable(&OBJ(o, struct ibckpt_ah)->attr,
 						      "an address handle");
-			if (err)
-				return err;
 			break;
 		}
+		refusal_add(r, err);
+		if (refusal_rank(r->err) >= 2)
+			return;
 	}
-	return 0;
+}
+
+/*
+ * Every QP of the process on a list: with an internal request outstanding
+ * (@earlier: an earlier try's fence, say), or posted its planned fence
+ * (ibckpt_fence_post(), stopping at the first failure, which @r keeps).
+ * A QP whose fence completed since an earlier try gives its MR back.
+ */
+static struct ibckpt_qp *fences_list(bool earlier, struct refusal *r)
+{
+	struct ibckpt_qp *list = NULL, **tail = &list, *qp;
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj *o;
+	int err;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		for_each_obj(ctx, o, false) {
+			if (o->type != IBCKPT_SNAP_QP)
+				continue;
+			qp = OBJ(o, struct ibckpt_qp);
+			if (earlier) {
+				qp->fence.posted = ibckpt_qp_internal_pending(qp);
+				if (!qp->fence.posted) {	/* completed since, if any */
+					ibckpt_fence_put(qp);
+					qp->fence.kind = IBCKPT_FENCE_NONE;
+				}
+			} else if (r->err) {
+				ibckpt_fence_unplan(qp);
+			} else {
+				err = ibckpt_fence_post(qp);
+				refusal_add(r, err);
+			}
+			if (qp->fence.posted) {		/* in creation order */
+				qp->fence.next = NULL;
+				*tail = qp;
+				tail = &qp->fence.next;
+			}
+		}
+	}
+	return list;
+}
+
+static void fences_unplan(void)
+{
+	struct ibckpt_context *ctx;
+	struct ibckpt_obj *o;
+
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next)
+		for_each_obj(ctx, o, false)
+			if (o->type == IBCKPT_SNAP_QP)
+				ibckpt_fence_unplan(OBJ(o, struct ibckpt_qp));
 }
 
 /*
@@ -205,7 +315,8 @@ static int leftovers(const char *what)
 			ibckpt_restart_err("descriptor %s is open on %s%s", d->d_name, link,
 					   what ? ": the application's connection manager "
 					   "cannot be released" : " after the release");
-			err = EBUSY;
+			/* EBUSY says "in flight, try again later" (restart.rst) */
+			err = what ? EOPNOTSUPP : EBUSY;
 		}
 	}
 	closedir(dir);
@@ -226,24 +337,26 @@ static int leftovers(const char *what)
 }
 
 /**
- * ibckpt_release() - release every vendor resource of the process
+ * ibckpt_release_prepare() - would a release succeed? Nothing is torn down
  * @flags: IBCKPT_RREL_*
+ * @peers: what the QPs' peers grant, as the CLI read it (PREPARE's payload)
+ * @npeers: entries in @peers
  *
- * Context: the control thread, ibckpt_ctx_lock held, quiesced (every gate
- * closed). The gates stay closed until the GO of a reacquire.
- * Return: 0, EAGAIN if not quiesced, EALREADY, EOPNOTSUPP or EBUSY before
- * anything is torn down, or EBUSY if something is left open afterwards
- * (then released all the same: a reacquire rebuilds it).
+ * The CQs are drained, the fences of an earlier try still outstanding are
+ * waited for, every object is checked; then, only if every check of every
+ * context passed, the fences the checks planned are posted and waited for,
+ * all together (fence.c). A fence posted here is never left behind a
+ * refusal for another reason: it is waited for as the others.
+ * Context: as ibckpt_release(). Return: 0, or the refusal that decides
+ * (struct refusal), its reason in restart_msg.
  */
-/**
- * ibckpt_release_prepare() - would a release succeed? Nothing is changed
- * @flags: IBCKPT_RREL_*
- *
- * Context: as ibckpt_release(). Return: 0, or its refusals.
- */
-int ibckpt_release_prepare(uint32_t flags)
+int ibckpt_release_prepare(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t npeers)
 {
+	struct refusal r = { 0 };
 	struct ibckpt_context *ctx;
+	struct ibckpt_qp *list;
+	struct ibckpt_cq *cq;
+	uint32_t moved;
 	int err;
 
 	restart_msg[0] = 0;
@@ -255,34 +368,61 @@ int ibckpt_release_prepare(uint32_t flags)
 		ibckpt_restart_err("not quiesced: the job must be frozen first");
 		return EAGAIN;
 	}
-	err = leftovers("/dev/infiniband/rdma_cm");
-	for (ctx = ibckpt_ctxs; ctx && !err; ctx = ctx->next) {
-		struct ibckpt_cq *cq;
-		uint32_t moved = 0;
-
-		/*
-		 * Completions that came after the quiesce's drain retire their
-		 * requests first: a send completed there is not outstanding.
-		 * They stay the application's (the private queue), released
-		 * or not.
-		 */
-		for (cq = ctx->cqs; cq && !err; cq = cq->next)
+	refusal_add(&r, leftovers("/dev/infiniband/rdma_cm"));
+	/*
+	 * Completions that came after the quiesce's drain retire their
+	 * requests first: a send completed there is not outstanding. They stay
+	 * the application's (the private queue), released or not.
+	 */
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
+		for (cq = ctx->cqs; cq; cq = cq->next) {
+			moved = 0;
 			err = ibckpt_cq_drain(cq, &moved);
-		if (err)
-			ibckpt_restart_err("cannot take a CQ's completions: out of memory");
-		else
-			err = release_check(ctx, flags);
+			if (err)
+				ibckpt_restart_err("cannot take a CQ's completions: out of memory");
+			refusal_add(&r, err);
+		}
 	}
-	return err;
+	/* even behind a refusal: one that must not outlive the freeze says so */
+	list = fences_list(true, &r);
+	if (list)
+		refusal_add(&r, ibckpt_fences_wait(list, true));
+	if (refusal_rank(r.err) >= 2)
+		return refusal_end(&r);
+	/* an earlier fence outstanding: the checks look for a lasting refusal only */
+	if (r.err)
+		flags |= IBCKPT_RREL_NO_FENCE;
+	for (ctx = ibckpt_ctxs; ctx && refusal_rank(r.err) < 2; ctx = ctx->next)
+		release_check(ctx, flags, peers, npeers, &r);
+	if (r.err || (flags & IBCKPT_RREL_NO_FENCE)) {
+		fences_unplan();
+		return refusal_end(&r);
+	}
+	list = fences_list(false, &r);
+	if (list)
+		refusal_add(&r, ibckpt_fences_wait(list, false));
+	return refusal_end(&r);
 }
 
-int ibckpt_release(uint32_t flags)
+/**
+ * ibckpt_release() - release every vendor resource of the process
+ * @flags: IBCKPT_RREL_* (IBCKPT_RREL_NO_FENCE is not for a release)
+ * @peers: as for ibckpt_release_prepare()
+ * @npeers: likewise
+ *
+ * Context: the control thread, ibckpt_ctx_lock held, quiesced (every gate
+ * closed). The gates stay closed until the GO of a reacquire.
+ * Return: 0, EAGAIN if not quiesced, EALREADY, ibckpt_release_prepare()'s
+ * refusals before anything is torn down, or EBUSY if something is left
+ * open afterwards (then released all the same: a reacquire rebuilds it).
+ */
+int ibckpt_release(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t npeers)
 {
 	struct ibckpt_context *ctx;
 	struct ibckpt_cq *cq;
 	int err;
 
-	err = ibckpt_release_prepare(flags);
+	err = ibckpt_release_prepare(flags & ~IBCKPT_RREL_NO_FENCE, peers, npeers);
 	if (err)
 		return err;
 	/*

@@ -63,8 +63,8 @@ int ibckpt_remap_addrs(struct ibckpt_addrs *a);
 void ibckpt_remap_clear(void);
 
 /* The phases (restart.c), on the control thread; 0 or an errno. */
-int ibckpt_release_prepare(uint32_t flags);
-int ibckpt_release(uint32_t flags);
+int ibckpt_release_prepare(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t npeers);
+int ibckpt_release(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t npeers);
 int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		     struct ibckpt_ident **ids, uint32_t *nids);
 int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n);
@@ -98,6 +98,18 @@ void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
 int ibckpt_srq_refill(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
+/* fence.c: the release's fence behind a QP's RDMA READs and atomics */
+enum ibckpt_fence_kind {
+	IBCKPT_FENCE_NONE,		/* not a fence's (another internal request) */
+	IBCKPT_FENCE_WRITE,		/* zero-length RDMA WRITE: the peer grants writes */
+	IBCKPT_FENCE_READ,		/* zero-length RDMA READ: ... reads */
+	IBCKPT_FENCE_ATOMIC,		/* FETCH_AND_ADD of 0: ... atomics only */
+};
+int ibckpt_fence_plan(struct ibckpt_qp *qp, int peer);
+void ibckpt_fence_unplan(struct ibckpt_qp *qp);
+int ibckpt_fence_post(struct ibckpt_qp *qp);
+int ibckpt_fences_wait(struct ibckpt_qp *list, bool earlier);
+void ibckpt_fence_put(struct ibckpt_qp *qp);
 int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what);
 void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);

@@ -338,6 +338,29 @@ uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log)
 	return log->sig_count - log->head_sig;
 }
 
+bool ibckpt_wrlog_next_signaled(struct ibckpt_wrlog *log, uint32_t *pos)
+{
+	ibckpt_wrlog_settle(log);
+	if (log->sig_count == log->head_sig)
+		return false;
+	*pos = find_signaled(log, log->head_sig + 1);
+	return true;
+}
+
+bool ibckpt_wrlog_find(struct ibckpt_wrlog *log, uint64_t wr_id, uint32_t *pos)
+{
+	uint32_t i;
+
+	ibckpt_wrlog_settle(log);
+	for (i = log->head; i != log->tail; i++) {
+		if (slot(log, i)->wr_id == wr_id) {
+			*pos = i;
+			return true;
+		}
+	}
+	return false;
+}
+
 void ibckpt_wrlog_reset(struct ibckpt_wrlog *log)
 {
 	log->settled = atomic_load_explicit(&log->done, memory_order_acquire);

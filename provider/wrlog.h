@@ -282,6 +282,20 @@ uint32_t ibckpt_wrlog_live(struct ibckpt_wrlog *log);
  */
 uint32_t ibckpt_wrlog_signaled(struct ibckpt_wrlog *log);
 
+/*
+ * Send queue: the free-running position of the request its next successful
+ * completion retires through, the oldest live signaled one (settles
+ * first). False if none is live.
+ */
+bool ibckpt_wrlog_next_signaled(struct ibckpt_wrlog *log, uint32_t *pos);
+
+/*
+ * Send queue: the free-running position of the oldest live request with
+ * @wr_id, the one a failed completion with it retires through (settles
+ * first). False if none.
+ */
+bool ibckpt_wrlog_find(struct ibckpt_wrlog *log, uint64_t wr_id, uint32_t *pos);
+
 /* The k-th newest slot, 1 = the newest (k <= ibckpt_wrlog_count()). */
 static inline struct ibckpt_wr *ibckpt_wrlog_newest(struct ibckpt_wrlog *log, uint32_t k)
 {

@@ -198,10 +198,12 @@ static int peers_decide(void *arg, const void *votes, size_t len, char *why, siz
 
 /*
  * Before a release on several nodes: node 0 checks every QP of every node
- * against its peer, wherever that runs. Return: 0, 1 (refused, said), or 3
- * (requests in flight: every node freezes again).
+ * against its peer, wherever that runs. @all: every node's snapshots, for
+ * what each QP's peer grants (xvote_snaps(); coord_verdict_free() it).
+ * Return: 0, 1 (refused, said), or 3 (requests in flight: every node
+ * freezes again).
  */
-int xvote_peers(struct coord *co, const struct cli_snaps *l)
+int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all)
 {
 	size_t len = 0, off = 0;
 	unsigned char *buf;
@@ -221,9 +223,31 @@ int xvote_peers(struct coord *co, const struct cli_snaps *l)
 		memcpy(buf + off, l->v[i].data, l->v[i].total);
 		off += ((size_t)l->v[i].total + 7u) & ~(size_t)7u;
 	}
-	st = xvote(co, "peers", 0, NULL, buf, len, 0, peers_decide, NULL, NULL);
+	st = xvote(co, "peers", 0, NULL, buf, len, COORD_GATHER, peers_decide, NULL, all);
 	free(buf);
 	return st == 3 ? 3 : st ? 1 : 0;
+}
+
+/*
+ * Every node's snapshots in xvote_peers()'s verdict, checked as node 0
+ * checked them: *@snaps points into @all (free() the array only).
+ * Return: 0, or 1 (said).
+ */
+int xvote_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n)
+{
+	char why[256];
+	struct peers_all a = { .why = why, .whylen = sizeof(why) };
+
+	*snaps = NULL;
+	*n = 0;
+	if (coord_each(all->data, all->len, peers_node, &a)) {
+		fprintf(stderr, "ibckpt: the nodes' snapshots: %s\n", why);
+		free(a.v);
+		return 1;
+	}
+	*snaps = a.v;
+	*n = a.n;
+	return 0;
 }
 
 /* ---- the checkpoint directory of a job on several nodes ---- */

@@ -11,6 +11,10 @@
  * QP sent. The quiesce's quiet period lets a queue transmit what was
  * posted; a queue still transmitting shows as a mismatch, and the release
  * is refused rather than guessed.
+ *
+ * The same pairing tells each provider what its QPs' peers grant
+ * (peers_access()): the fence it posts behind unsignaled RDMA READs and
+ * atomics must be one the peer cannot refuse (provider/fence.c).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
+#include <linux/ibckpt_restart.h>
 #include <linux/ibckpt_snapshot.h>
 #include "peers.h"
 #include "snapshot.h"
@@ -87,20 +92,66 @@ static const struct peer_qp *find_peer(const struct peer_set *s, const struct pe
 	return nback == 1 ? back : NULL;
 }
 
+/* Every QP of the snapshots, with its device's GID and process. */
+static int collect_all(const void *const *snaps, unsigned int n, struct peer_set *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		s->gid = NULL;
+		s->tgid = ((const struct ibckpt_snap_hdr *)snaps[i])->tgid;
+		snap_foreach(snaps[i], collect, s);
+	}
+	if (!s->nomem)
+		return 0;
+	free(s->v);
+	s->v = NULL;
+	return -1;
+}
+
+int peers_access(const void *const *snaps, unsigned int n, unsigned int tgid,
+		 struct ibckpt_rpeer **out, uint32_t *nout)
+{
+	struct peer_set s = { 0 };
+	struct ibckpt_rpeer *v = NULL;
+	unsigned int i;
+	uint32_t k = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (collect_all(snaps, n, &s))
+		return -1;
+	for (i = 0; i < s.n; i++) {
+		const struct peer_qp *a = &s.v[i], *b;
+
+		if (a->tgid != tgid || a->qp->qp_type != IBV_QPT_RC || !connected(a->qp))
+			continue;
+		b = find_peer(&s, a);
+		if (!b)
+			continue;
+		if (!v) {
+			v = calloc(s.n, sizeof(*v));
+			if (!v) {
+				free(s.v);
+				return -1;
+			}
+		}
+		v[k++] = (struct ibckpt_rpeer){ .qp = a->qp->handle, .access = b->qp->access };
+	}
+	free(s.v);
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
 int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen)
 {
 	struct peer_set s = { 0 };
 	unsigned int i;
 	int ret = 0;
 
-	for (i = 0; i < n; i++) {
-		s.gid = NULL;
-		s.tgid = ((const struct ibckpt_snap_hdr *)snaps[i])->tgid;
-		snap_foreach(snaps[i], collect, &s);
-	}
-	if (s.nomem) {
+	if (collect_all(snaps, n, &s)) {
 		snprintf(why, whylen, "out of memory");
-		free(s.v);
 		return -1;
 	}
 	for (i = 0; i < s.n && !ret; i++) {

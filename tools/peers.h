@@ -7,6 +7,7 @@
 #define IBCKPT_TOOLS_PEERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Every RC and UC QP of the snapshots at RTR or beyond must have its peer
@@ -18,5 +19,16 @@
  * requests are in flight (a later try may find them arrived).
  */
 int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen);
+
+struct ibckpt_rpeer;
+
+/*
+ * PREPARE's payload for process @tgid: for each of its RC QPs connected to
+ * a peer among @snaps, the peer QP's qp_access_flags (what a fence behind
+ * its RDMA READs and atomics may use). *@out: malloc()ed, NULL if none.
+ * Return: 0, or -1 without memory.
+ */
+int peers_access(const void *const *snaps, unsigned int n, unsigned int tgid,
+		 struct ibckpt_rpeer **out, uint32_t *nout);
 
 #endif

@@ -225,18 +225,124 @@ static int channels_of(const struct cli_snaps *l, struct rjob *j)
 	return 0;
 }
 
+/* What each process's PREPARE and RELEASE carry: what its QPs' peers grant. */
+struct rpeers {
+	struct ibckpt_rpeer **v;
+	uint32_t *n;
+	unsigned int np;
+};
+
+static void rpeers_free(struct rpeers *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->np; i++)
+		free(r->v[i]);
+	free(r->v);
+	free(r->n);
+	memset(r, 0, sizeof(*r));
+}
+
+/* For each process of @l, from every snapshot of the job (@snaps). Return: 0 or -1. */
+static int rpeers_of(struct rpeers *r, const struct cli_snaps *l, const void *const *snaps,
+		     unsigned int nsnaps)
+{
+	unsigned int i;
+
+	r->v = calloc(l->n ? l->n : 1, sizeof(*r->v));
+	r->n = calloc(l->n ? l->n : 1, sizeof(*r->n));
+	if (!r->v || !r->n) {
+		rpeers_free(r);
+		return -1;
+	}
+	r->np = l->n;
+	for (i = 0; i < l->n; i++) {
+		if (peers_access(snaps, nsnaps, l->v[i].tgid, &r->v[i], &r->n[i])) {
+			fprintf(stderr, "ibckpt: out of memory\n");
+			rpeers_free(r);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct prep_arg {
+	struct rjob *j;
+	const struct rpeers *peers;
+};
+
+static int prep_call(void *arg, unsigned int i, uint32_t flags, char *why, size_t whylen)
+{
+	const struct prep_arg *a = arg;
+
+	return rchan_call(&a->j->p[i], IBCKPT_RMSG_PREPARE, flags, a->peers->v[i],
+			  a->peers->n[i] * (uint32_t)sizeof(struct ibckpt_rpeer), PHASE_MS, NULL,
+			  NULL, why, whylen);
+}
+
+/*
+ * The job's snapshots checked pairwise (tools/peers.c), and what each
+ * process's QPs' peers grant. @co: every node's, through node 0, which
+ * sends them all to every node.
+ * Return: 0, 1 (said), or 3 (requests in flight, said).
+ */
+static int peers_of(struct cli_snaps *l, const char *what, struct coord *co,
+		    struct rpeers *peers)
+{
+	struct coord_verdict all = { 0 };
+	const void **snaps;
+	unsigned int i, n;
+	char why[512];
+	int st;
+
+	if (co) {
+		/* every node's QPs with every node's: node 0 checks them all */
+		st = xvote_peers(co, l, &all);
+		if (st)
+			return st;
+		st = xvote_snaps(&all, &snaps, &n);
+	} else {
+		n = l->n;
+		snaps = calloc(n ? n : 1, sizeof(*snaps));
+		if (!snaps)
+			return 1;
+		for (i = 0; i < n; i++)
+			snaps[i] = l->v[i].data;
+		st = peers_check(snaps, n, why, sizeof(why));
+		if (st) {
+			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
+			free(snaps);
+			return st == -2 ? 3 : 1;
+		}
+	}
+	if (!st)
+		st = rpeers_of(peers, l, snaps, n) ? 1 : 0;
+	free(snaps);
+	coord_verdict_free(&all);
+	/* this node alone: the others meet it at the next barrier */
+	if (st && co)
+		xvote(co, "channels", 1, "cannot read the job's snapshots", NULL, 0, 0, NULL, NULL,
+		      NULL);
+	return st;
+}
+
 /*
  * Release the frozen @job; DIR keeps the job. A refusal of any process
  * leaves the job as it was: the ones released are reacquired in place.
  * Return: 0, 1 (said), or 3 when requests were in flight (said; the job is
- * unchanged and a later freeze may find them arrived).
+ * unchanged and a later freeze may find them arrived): the CLI's PSN check
+ * found them, or, on one node, a provider refused with EBUSY (a signaled
+ * send not completed, a request not transmitted yet, a fence behind a
+ * READ or atomic not completed: restart.rst, "Exactly once"), or kept an
+ * atomic fence outstanding after PREPARE_AGAIN more asks (prepare.c).
  */
 static int release_job(struct cli_job *job, const char *dir, const char *what,
 		       struct coord *co)
 {
+	struct rpeers peers = { 0 };
+	struct prep_arg pa;
 	struct cli_snaps l;
 	struct rjob j = { 0 };
-	const void **snaps;
 	char why[512];
 	unsigned int i, failed = 0;
 	uint32_t nids;
@@ -247,52 +353,32 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 		      NULL);
 		return 1;
 	}
-	if (co) {
-		/* every node's QPs with every node's: node 0 checks them all */
-		st = xvote_peers(co, &l);
-		if (st) {
-			cli_snaps_free(&l);
-			return st;
-		}
-	} else {
-		snaps = calloc(l.n, sizeof(*snaps));
-		if (!snaps) {
-			cli_snaps_free(&l);
-			return 1;
-		}
-		for (i = 0; i < l.n; i++)
-			snaps[i] = l.v[i].data;
-		st = peers_check(snaps, l.n, why, sizeof(why));
-		free(snaps);
-		if (st) {
-			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
-			cli_snaps_free(&l);
-			return st == -2 ? 3 : 1;
-		}
+	st = peers_of(&l, what, co, &peers);
+	if (st) {
+		cli_snaps_free(&l);
+		return st;
 	}
 	st = channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j);
 	cli_snaps_free(&l);
 	if (xvote(co, "channels", st, "cannot reach its processes' providers", NULL, 0, 0, NULL,
 		  NULL, NULL) || st) {
 		rjob_free(&j);
+		rpeers_free(&peers);
 		return 1;
 	}
 	/* every process agrees first: a refusal then changes nothing anywhere */
-	for (i = 0; i < j.n && !failed; i++) {
-		st = rchan_call(&j.p[i], IBCKPT_RMSG_PREPARE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
-				PHASE_MS, NULL, NULL, why, sizeof(why));
-		if (st) {
-			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
-			failed++;
-		}
-	}
-	if (xvote(co, "prepare", failed ? 1 : 0, "a process refused its release", NULL, 0, 0,
-		  NULL, NULL, NULL) || failed) {
+	pa = (struct prep_arg){ .j = &j, .peers = &peers };
+	st = prepare_job(j.n, prep_call, &pa, what);
+	if (xvote(co, "prepare", st ? 1 : 0, "a process refused its release", NULL, 0, 0,
+		  NULL, NULL, NULL) || st) {
 		rjob_free(&j);
-		return 1;
+		rpeers_free(&peers);
+		/* on several nodes every node would have to agree to freeze again: not yet */
+		return !co && st == 3 ? 3 : 1;
 	}
 	for (i = 0; i < j.n; i++) {
-		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED, NULL, 0,
+		st = rchan_call(&j.p[i], IBCKPT_RMSG_RELEASE, IBCKPT_RREL_PEERS_CHECKED,
+				peers.v[i], peers.n[i] * (uint32_t)sizeof(struct ibckpt_rpeer),
 				PHASE_MS, NULL, NULL, why, sizeof(why));
 		if (st) {
 			fprintf(stderr, "ibckpt: %s: %s\n", what, why);
@@ -300,6 +386,7 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 			break;	/* what is released comes back: no more */
 		}
 	}
+	rpeers_free(&peers);
 	if (xvote(co, "release", failed ? 1 : 0, "a process's release failed", NULL, 0, 0, NULL,
 		  NULL, NULL))
 		failed++;
@@ -937,6 +1024,9 @@ int cmd_checkpoint(int argc, char **argv)
 	 */
 	for (attempt = 1;; attempt++) {
 		rc = freeze_release(&job, part, what, timeout, &by_id.session, co);
+		if (rc == 3 && attempt == CHECKPOINT_TRIES)
+			fprintf(stderr, "ibckpt: %s: gave up after %d tries: requests still in "
+				"flight; the job runs on\n", what, CHECKPOINT_TRIES);
 		if (rc != 3 || attempt == CHECKPOINT_TRIES)
 			break;
 		fprintf(stderr, "ibckpt: %s: trying again (%d of %d)\n", what, attempt + 1,

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "cli.h"
 #include "coord.h"
@@ -78,12 +79,19 @@ int xnode_finish(struct coord_opts *o);
 int xvote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
 	  size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
 	  struct coord_verdict *out);
-int xvote_peers(struct coord *co, const struct cli_snaps *l);
+int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all);
+int xvote_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n);
 void part_dir(char *buf, size_t len, const char *dir, unsigned int part);
 int nodes_save(const char *dir, unsigned int n);
 int nodes_load(const char *dir, unsigned int *n);
 int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len);
 void xnode_action_clear(void);
+
+/* prepare.c: PREPARE of every process of a frozen job (restart.rst, "Exactly once") */
+#define PREPARE_AGAIN	3	/* more asks of a process with an atomic fence outstanding */
+typedef int (*prepare_call_fn)(void *arg, unsigned int i, uint32_t flags, char *why,
+			       size_t whylen);
+int prepare_job(unsigned int n, prepare_call_fn call, void *arg, const char *what);
 
 /* rwait.c: restart --wait */
 #define RWAIT_COMM	"ibckpt-wait"	/* its name (comm) while it waits */

@@ -402,6 +402,41 @@ static void counted_completions_settle_later(void)
 	ibckpt_wrlog_destroy(&log);
 }
 
+/*
+ * Which request a completion will retire through, before it is counted:
+ * a success the oldest live signaled one (counted ones applied first), a
+ * flush the oldest live one with its wr_id (qp_internal.c tells a
+ * provider-internal request's completion by them).
+ */
+static void next_signaled_and_find(void)
+{
+	struct ibckpt_wrlog log;
+	uint32_t pos = 99;
+
+	CHECK_EQ(ibckpt_wrlog_init(&log, IBCKPT_WRLOG_SQ, 8, 1, 0, false), 0);
+	CHECK(!ibckpt_wrlog_next_signaled(&log, &pos));
+	CHECK(!ibckpt_wrlog_find(&log, 1, &pos));
+	CHECK_EQ(post(&log, 1, 0), 0);				/* position 0 */
+	CHECK_EQ(post(&log, 2, IBV_SEND_SIGNALED), 0);		/* 1 */
+	CHECK_EQ(post(&log, 1, 0), 0);				/* 2 */
+	CHECK_EQ(post(&log, 1, IBV_SEND_SIGNALED), 0);		/* 3 */
+	CHECK(ibckpt_wrlog_next_signaled(&log, &pos));
+	CHECK_EQ(pos, 1);
+	CHECK(ibckpt_wrlog_find(&log, 1, &pos));
+	CHECK_EQ(pos, 0);
+	ibckpt_wrlog_done(&log);		/* 2's completion, counted only */
+	CHECK(ibckpt_wrlog_next_signaled(&log, &pos));
+	CHECK_EQ(pos, 3);			/* applied first */
+	CHECK(ibckpt_wrlog_find(&log, 1, &pos));
+	CHECK_EQ(pos, 2);
+	CHECK(!ibckpt_wrlog_find(&log, 2, &pos));	/* retired */
+	ibckpt_wrlog_done(&log);
+	CHECK(!ibckpt_wrlog_next_signaled(&log, &pos));
+	CHECK(!ibckpt_wrlog_find(&log, 1, &pos));
+	CHECK_EQ(log.unmatched, 0);
+	ibckpt_wrlog_destroy(&log);
+}
+
 /* More receive completions counted than receives posted: the extra are reported. */
 static void rq_overcount_is_unmatched(void)
 {
@@ -873,6 +908,7 @@ int main(void)
 	RUN(post_recv_one);
 	RUN(recv_slots_reused_clean);
 	RUN(counted_completions_settle_later);
+	RUN(next_signaled_and_find);
 	RUN(rq_overcount_is_unmatched);
 	RUN(poster_and_poller_race);
 	RUN(reset_forgets_all);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
+#include <linux/ibckpt_restart.h>
 #include "../../tests/unit/unit.h"
 #include "../../provider/snapshot_writer.h"
 #include "../peers.h"
@@ -14,6 +15,7 @@
 struct qp_spec {
 	uint32_t vqpn, dest, sq_psn, rq_psn, state, type;
 	uint8_t dgid_last;	/* the peer device's GID; 0: the other of 1 and 2 */
+	uint32_t access;	/* its qp_access_flags */
 };
 
 /* One process: one device of GID @gid_last (last byte), its QPs. */
@@ -30,6 +32,8 @@ static void *snap(unsigned int pid, uint8_t gid_last, const struct qp_spec *q, i
 	for (i = 0; i < n; i++) {
 		struct ibckpt_snap_qp *r = snapw_add(&w, IBCKPT_SNAP_QP, sizeof(*r));
 
+		r->handle = 1000 + q[i].vqpn;
+		r->access = q[i].access;
 		r->vqpn = r->qpn = q[i].vqpn;
 		r->vdest_qpn = r->dest_qpn = q[i].dest;
 		r->sq_psn = q[i].sq_psn;
@@ -62,10 +66,10 @@ static int check(void *a, void *b, char *why)
 
 static void matching_psns_pass(void)
 {
-	struct qp_spec a[] = { { 17, 17, 100, 500, IBV_QPS_RTS, IBV_QPT_RC, 0 },
-			       { 18, 18, 7, 9, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
-	struct qp_spec b[] = { { 17, 17, 500, 100, IBV_QPS_RTS, IBV_QPT_RC, 0 },
-			       { 18, 18, 9, 7, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 17, 100, 500, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 },
+			       { 18, 18, 7, 9, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec b[] = { { 17, 17, 500, 100, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 },
+			       { 18, 18, 9, 7, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 2), snap(11, 2, b, 2), why), 0);
@@ -74,8 +78,8 @@ static void matching_psns_pass(void)
 /* Sent, not received: an unsignaled send may not have executed. */
 static void psn_in_flight_refused(void)
 {
-	struct qp_spec a[] = { { 17, 17, 101, 500, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
-	struct qp_spec b[] = { { 17, 17, 500, 100, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 17, 101, 500, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec b[] = { { 17, 17, 500, 100, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), -2);
@@ -85,8 +89,8 @@ static void psn_in_flight_refused(void)
 /* PSNs are 24 bits: the upper byte is no difference. */
 static void psn_compared_on_24_bits(void)
 {
-	struct qp_spec a[] = { { 17, 17, 0x1000005, 3, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
-	struct qp_spec b[] = { { 17, 17, 3, 5, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 17, 0x1000005, 3, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec b[] = { { 17, 17, 3, 5, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), 0);
@@ -94,7 +98,7 @@ static void psn_compared_on_24_bits(void)
 
 static void peer_outside_the_job_refused(void)
 {
-	struct qp_spec a[] = { { 17, 40, 1, 1, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 40, 1, 1, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 1), NULL, why), -1);
@@ -108,9 +112,9 @@ static void peer_outside_the_job_refused(void)
  */
 static void same_qpn_on_three_devices(void)
 {
-	struct qp_spec a[] = { { 17, 17, 5, 6, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
-	struct qp_spec b[] = { { 17, 17, 6, 5, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
-	struct qp_spec c[] = { { 17, 17, 1000, 1000, IBV_QPS_RTS, IBV_QPT_RC, 3 } };
+	struct qp_spec a[] = { { 17, 17, 5, 6, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec b[] = { { 17, 17, 6, 5, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec c[] = { { 17, 17, 1000, 1000, IBV_QPS_RTS, IBV_QPT_RC, 3, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check3(snap(10, 1, a, 1), snap(11, 2, b, 1), snap(12, 3, c, 1), why), 0);
@@ -120,8 +124,8 @@ static void same_qpn_on_three_devices(void)
 /* A QP at RTR (perftest's passive side) sends nothing: its PSN is no evidence. */
 static void receive_only_side_not_checked(void)
 {
-	struct qp_spec a[] = { { 17, 17, 0, 500, IBV_QPS_RTR, IBV_QPT_RC, 0 } };
-	struct qp_spec b[] = { { 17, 17, 500, 1234, IBV_QPS_RTS, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 17, 0, 500, IBV_QPS_RTR, IBV_QPT_RC, 0, 0 } };
+	struct qp_spec b[] = { { 17, 17, 500, 1234, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 1), snap(11, 2, b, 1), why), 0);
@@ -130,12 +134,58 @@ static void receive_only_side_not_checked(void)
 /* Not connected yet, UD, or in error: nothing to check. */
 static void unconnected_qps_ignored(void)
 {
-	struct qp_spec a[] = { { 17, 99, 1, 2, IBV_QPS_INIT, IBV_QPT_RC, 0 },
-			       { 18, 99, 1, 2, IBV_QPS_RTS, IBV_QPT_UD, 0 },
-			       { 19, 99, 1, 2, IBV_QPS_ERR, IBV_QPT_RC, 0 } };
+	struct qp_spec a[] = { { 17, 99, 1, 2, IBV_QPS_INIT, IBV_QPT_RC, 0, 0 },
+			       { 18, 99, 1, 2, IBV_QPS_RTS, IBV_QPT_UD, 0, 0 },
+			       { 19, 99, 1, 2, IBV_QPS_ERR, IBV_QPT_RC, 0, 0 } };
 	char why[256] = "";
 
 	CHECK_EQ(check(snap(10, 1, a, 3), NULL, why), 0);
+}
+
+/*
+ * What each process's RC QPs' peers grant (PREPARE's payload): the peer
+ * found as peers_check() finds it, its access flags; not for a UD or UC
+ * QP, one not connected, or one whose peer is not in the job.
+ */
+static void peer_access_for_the_fence(void)
+{
+	const uint32_t rw = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	struct qp_spec a[] = { { 17, 17, 1, 2, IBV_QPS_RTS, IBV_QPT_RC, 0, rw },
+			       { 18, 18, 3, 4, IBV_QPS_RTS, IBV_QPT_RC, 0, 0 },
+			       { 19, 19, 5, 6, IBV_QPS_RTS, IBV_QPT_UC, 0, rw },
+			       { 20, 77, 7, 8, IBV_QPS_RTS, IBV_QPT_RC, 0, rw },
+			       { 21, 21, 9, 9, IBV_QPS_INIT, IBV_QPT_RC, 0, rw } };
+	struct qp_spec b[] = { { 17, 17, 2, 1, IBV_QPS_RTS, IBV_QPT_RC, 0,
+				 IBV_ACCESS_REMOTE_READ },
+			       { 18, 18, 4, 3, IBV_QPS_RTS, IBV_QPT_RC, 0,
+				 IBV_ACCESS_REMOTE_ATOMIC },
+			       { 19, 19, 6, 5, IBV_QPS_RTS, IBV_QPT_UC, 0, rw } };
+	const void *s[2] = { snap(10, 1, a, 5), snap(11, 2, b, 3) };
+	struct ibckpt_rpeer *v;
+	uint32_t n;
+
+	CHECK_EQ(peers_access(s, 2, 10, &v, &n), 0);
+	CHECK_EQ(n, 2);
+	if (n == 2) {
+		CHECK_EQ(v[0].qp, 1017);
+		CHECK_EQ(v[0].access, IBV_ACCESS_REMOTE_READ);
+		CHECK_EQ(v[1].qp, 1018);
+		CHECK_EQ(v[1].access, IBV_ACCESS_REMOTE_ATOMIC);
+	}
+	free(v);
+	CHECK_EQ(peers_access(s, 2, 11, &v, &n), 0);
+	CHECK_EQ(n, 2);
+	if (n == 2) {
+		CHECK_EQ(v[0].qp, 1017);
+		CHECK_EQ(v[0].access, rw);
+		CHECK_EQ(v[1].access, 0);
+	}
+	free(v);
+	CHECK_EQ(peers_access(s, 2, 12, &v, &n), 0);	/* not in the job */
+	CHECK_EQ(n, 0);
+	CHECK(v == NULL);
+	free((void *)s[0]);
+	free((void *)s[1]);
 }
 
 int main(void)
@@ -147,5 +197,6 @@ int main(void)
 	RUN(same_qpn_on_three_devices);
 	RUN(unconnected_qps_ignored);
 	RUN(receive_only_side_not_checked);
+	RUN(peer_access_for_the_fence);
 	return unit_done();
 }

@@ -27,7 +27,8 @@
 /**
  * enum ibckpt_rmsg_type - what a message asks, or that it answers
  * @IBCKPT_RMSG_RELEASE: release every vendor resource (the process must be
- *	quiesced by a freeze); payload: none; @status: IBCKPT_RREL_* flags
+ *	quiesced by a freeze); payload: as PREPARE's; @status: IBCKPT_RREL_*
+ *	flags
  * @IBCKPT_RMSG_REACQUIRE: open the devices again and re-create every object
  *	up to the point where peers' identities are needed; payload: struct
  *	ibckpt_rdev_map entries (device renames); the reply carries the
@@ -40,7 +41,15 @@
  *	positive errno, then a NUL-terminated message as payload
  * @IBCKPT_RMSG_PREPARE: would RELEASE succeed? Every check of a release,
  *	nothing torn down: the CLI releases no process unless every process
- *	of the job agreed; @status: IBCKPT_RREL_* flags
+ *	of the job agreed. Behind a connected QP's unsignaled RDMA READs and
+ *	atomics it posts a fence and waits for it (restart.rst, "Exactly
+ *	once"); payload: struct ibckpt_rpeer entries, what each QP's peer
+ *	grants, from which the fence is chosen (none, or a QP not named: the
+ *	fence its own requests show the peer grants); @status: IBCKPT_RREL_*
+ *	flags. The reply's errno: EBUSY, requests in flight (a freeze a little
+ *	later may find them done); EINPROGRESS, a fence that must not outlive
+ *	the freeze is still outstanding (a FETCH_AND_ADD of 0): ask again
+ *	before the job is thawed; any other, a refusal no retry cures
  * @IBCKPT_RMSG_ABORT: a reacquire failed somewhere in the job: destroy what
  *	this process re-created since its release (before GO), so that it is
  *	released as it was and a new REACQUIRE starts over; payload: none
@@ -55,8 +64,25 @@ enum ibckpt_rmsg_type {
 	IBCKPT_RMSG_ABORT,
 };
 
-/* RELEASE flags (in @status of the command) */
+/* RELEASE and PREPARE flags (in @status of the command) */
 #define IBCKPT_RREL_PEERS_CHECKED	1	/* every RC peer's expected PSN matched */
+/*
+ * PREPARE: the checks only, no fence posted or waited for: the release is
+ * refused already (another process refused it); the CLI asks for a refusal
+ * no retry cures
+ */
+#define IBCKPT_RREL_NO_FENCE		2
+
+/**
+ * struct ibckpt_rpeer - PREPARE, RELEASE: what a QP's peer grants
+ * @qp: the QP's handle in the process's snapshot (struct ibckpt_snap_qp)
+ * @access: its peer QP's qp_access_flags (IBV_ACCESS_REMOTE_*), from the
+ *	peer's snapshot of the same freeze
+ */
+struct ibckpt_rpeer {
+	__u32 qp;
+	__u32 access;
+};
 
 /**
  * struct ibckpt_rmsg - header of a restart message
