@@ -343,7 +343,7 @@ struct ibckpt_snap_control {
 };
 
 /* Its REMAP takes IBCKPT_ID_MW identities (memory windows across a restart). */
-#define IBCKPT_SNAP_CAP_ID_MW	(1u << 0)
+#define IBCKPT_SNAP_CAP_ID_MW	_BITUL(0)
 
 /**
  * enum ibckpt_snap_wq - WR record: which queue the work request sits on
