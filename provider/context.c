@@ -100,9 +100,12 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_spin_init(&ctx->key_lock);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
+	ibckpt_vidmap_init(&ctx->mw_virt);
+	ibckpt_vidmap_init(&ctx->mw_real);
 	ibckpt_addrs_init(&ctx->addrs);
 	ctx->objs.next = ctx->objs.prev = &ctx->objs;
 	ctx->id = ibckpt_new_id();
+	ctx->wc_inv = ibckpt_mw_wc_inv(NULL);
 }
 
 /* Undoes ibckpt_context_init(); the vendor's context is the caller's. */
@@ -115,6 +118,8 @@ void ibckpt_context_fini(struct ibckpt_context *ctx)
 	free(ctx->ident);
 	ibckpt_vidmap_destroy(&ctx->lkeys);
 	ibckpt_vidmap_destroy(&ctx->rkeys);
+	ibckpt_vidmap_destroy(&ctx->mw_virt);
+	ibckpt_vidmap_destroy(&ctx->mw_real);
 	ibckpt_addrs_destroy(&ctx->addrs);
 	pthread_mutex_destroy(&ctx->lock);
 }
@@ -171,6 +176,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->vctx.context.async_fd = afd;
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
 	ibckpt_context_init(ctx, real);
+	ctx->wc_inv = ibckpt_mw_wc_inv(dev->vendor->name);
 	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
 	verbs_set_ops(&ctx->vctx, &ibckpt_gated_ops);	/* gated.c: some of the same, gated */
 	if (ibckpt_stats_on)
@@ -397,13 +403,23 @@ static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_eve
 /**
  * ibckpt_id_taken() - may a new object of @ctx keep the vendor's @id?
  * @ctx: the context it is created on
- * @kind: IBCKPT_ID_QPN, or IBCKPT_ID_RKEY for an MR's keys
+ * @kind: IBCKPT_ID_QPN, IBCKPT_ID_RKEY for an MR's key, or IBCKPT_ID_MW for a
+ *	window's
  * @id: the QPN or key the vendor handed out
  *
  * A new object's virtual ID is the vendor's. After a restart that can be
  * the virtual ID of another object: one of the context's own (the data path
  * would translate it to that object's real one) or one the job knows on the
- * same device (a peer would). Its creator then asks the vendor for another.
+ * same device (a peer would). A window's key byte moves with its binds, so
+ * windows and MRs must not share an index: an MR's key is taken whole by
+ * another MR's and by its index by a window's; a window's key is taken by
+ * its index, by a window's or an MR's (remap.c keeps the job's MR keys by
+ * index too). Its creator then asks the vendor for another.
+ *
+ * The context's own MR keys are looked at whole: a restored MR's virtual key
+ * is in the job's table too, and a key made since is the vendor's, which
+ * gives no window a live MR's index (rxe keeps them apart, mlx5 has one space
+ * for both).
  * Return: true if @id is taken.
  */
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
@@ -420,11 +436,17 @@ bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id)
 	} else {
 		ibckpt_spin_lock(&ctx->key_lock);
 		local = ibckpt_vidmap_find(&ctx->lkeys, id, 0) ||
-			ibckpt_vidmap_find(&ctx->rkeys, id, 0);
+			ibckpt_vidmap_find(&ctx->rkeys, id, 0) ||
+			ibckpt_vidmap_find(&ctx->mw_virt, id >> 8, 0);
 		ibckpt_spin_unlock(&ctx->key_lock);
 	}
 	vdev = ctx->ident ? ctx->ident->vdev : ibv_get_device_guid(ctx->real->device);
-	return local || ibckpt_remap_taken(kind, vdev, id);
+	if (kind == IBCKPT_ID_MW)
+		return local || ibckpt_remap_taken(IBCKPT_ID_MW, vdev, id) ||
+		       ibckpt_remap_taken(IBCKPT_ID_RKEY, vdev, id) ||
+		       ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, vdev, id);
+	return local || ibckpt_remap_taken(kind, vdev, id) ||
+	       (kind == IBCKPT_ID_RKEY && ibckpt_remap_taken(IBCKPT_ID_MW, vdev, id));
 }
 
 /* What peers know the context by: taken at its first release, kept after. */
@@ -532,6 +554,7 @@ int ibckpt_context_reopen(struct ibckpt_context *ctx, const char *name)
 		goto out;
 	}
 	ctx->real = real;
+	ctx->wc_inv = ibckpt_mw_wc_inv(idev->vendor->name);	/* a map may name another's */
 	ibckpt_async_reopen(ctx);
 	if (name != ctx->ident->devname)	/* may be the same string */
 		snprintf(ctx->ident->devname, sizeof(ctx->ident->devname), "%s", name);

@@ -68,6 +68,9 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
 	pthread_mutex_lock(&ctx->lock);
 	cq->next = ctx->cqs;
 	ctx->cqs = cq;
+	/* what the context's other CQs look at already (ibckpt_ctx_slow_polls()) */
+	atomic_init(&cq->slow, (ctx->remapped ? IBCKPT_CQ_REMAPPED : 0) |
+			       (ctx->mw2 ? IBCKPT_CQ_WINDOWS : 0));
 	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_add(ctx, &cq->obj, IBCKPT_SNAP_CQ);
 	ibckpt_gate_exit(&ctx->gate);
@@ -185,91 +188,116 @@ static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, st
 }
 
 /*
- * After a restart completions name real QPNs: each is translated, then
- * retired, one by one, so that the CQ's last QP translates the run of
- * completions that follows it, as it retires them, without the context's
- * table and its lock (a line every poller of the context would write);
- * only a completion of another QP takes them.
+ * A CQ whose completions are looked at one by one (cq->slow: the bits
+ * @slow, read once; qp_internal.c and mw.c say why). After a restart each
+ * is translated, then retired, so that the CQ's last QP translates the run
+ * of completions that follows it, as it retires them, without the
+ * context's table and its lock (a line every poller of the context would
+ * write; only a completion of another QP takes them). In a context with
+ * type 2 windows a receive is checked for a peer's invalidation of one.
+ * While a provider-internal request is outstanding on a queue completing
+ * here, or an orphan of one, its completion is retired and taken out, and
+ * the vendor is asked again for as many as were taken out, until it has no
+ * more, so that the application's completions behind one are not left for
+ * its next poll (which an application woken by the CQ's event, or polling
+ * one at a time as cq_ex does, would not make): never more than the @n it
+ * returned, so never more than the poll asked for. Return: how many are
+ * left, in order, at the front of @wc.
  */
-static __attribute__((noinline)) void retire_remapped(struct ibckpt_context *ctx,
-						       struct ibckpt_cq *cq,
-						       struct ibv_wc *wc, int n)
+static __attribute__((noinline)) int retire_slow(struct ibckpt_context *ctx,
+						  struct ibckpt_cq *cq, struct ibv_wc *wc,
+						  int n, unsigned int slow)
 {
-	int i;
-
-	for (i = 0; i < n; i++) {
-		wc_remap(ctx, cq, &wc[i]);
-		ibckpt_qp_retire(ctx, cq, &wc[i]);
-	}
-}
-
-/*
- * A provider-internal request is outstanding on a queue completing here
- * (qp_internal.c), or an orphan of one: each completion is translated if
- * need be and retired on its own, and the internal request's is taken
- * out. A poll's full batch (@n of @ne asked) that lost one has the vendor
- * asked again for as many, until it has no more, so that the
- * application's completions behind it are not left for its next poll
- * (which an application woken by the CQ's event, or polling one at a
- * time as cq_ex does, would not make; review M1). @ne 0: a drain, which
- * polls again by itself. Return: how many are left, in order, at the
- * front of @wc.
- */
-static __attribute__((noinline)) int retire_internal(struct ibckpt_context *ctx,
-						      struct ibckpt_cq *cq,
-						      struct ibv_wc *wc, int n, int ne)
-{
-	int i, k = 0, at = 0, asked = ne;
+	int i, k = 0, at = 0, end = n;
 
 	for (;;) {
-		for (i = at; i < at + n; i++) {
+		for (i = at; i < end; i++) {
 			if (cq->orphans && ibckpt_cq_orphan(cq, &wc[i]))	/* vendor's QPN */
 				continue;
-			if (ctx->remapped)
+			if (slow & IBCKPT_CQ_REMAPPED)
 				wc_remap(ctx, cq, &wc[i]);
-			if (!ibckpt_qp_retire_checked(ctx, cq, &wc[i]))
+			if (slow & IBCKPT_CQ_WINDOWS)
+				ibckpt_mw_wc(ctx, &wc[i]);
+			if (!(slow & IBCKPT_CQ_INTERNAL))
+				ibckpt_qp_retire(ctx, cq, &wc[i]);
+			else if (!ibckpt_qp_retire_checked(ctx, cq, &wc[i]))
 				continue;
 			if (k != i)
 				wc[k] = wc[i];
 			k++;
 		}
-		if (k >= ne || n < asked)	/* all the room used, or the vendor's CQ empty */
+		if (k == end)		/* none taken out */
 			return k;
 		at = k;
-		asked = ne - k;
-		n = ibv_poll_cq(cq->real, asked, wc + k);
+		n = ibv_poll_cq(cq->real, end - k, wc + k);
 		if (n <= 0)
 			return k;
+		end = k + n;
 	}
 }
 
 /*
- * Retires what the vendor returned (@n of @ne asked), under the CQ's lock;
- * inside the gate. Return: how many completions are the application's
+ * Retires what the vendor returned, under the CQ's lock; inside the gate.
+ * One load decides: all of them retired here, or each looked at
+ * (retire_slow()). Return: how many completions are the application's
  * (all of them, but while an internal request is outstanding), at the
  * front of @wc.
  */
 static inline int retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				struct ibv_wc *wc, int n, int ne)
+				struct ibv_wc *wc, int n)
 {
+	unsigned int slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
 	int i;
 
-	if (__builtin_expect(atomic_load_explicit(&cq->internal, memory_order_relaxed) != 0, 0))
-		return retire_internal(ctx, cq, wc, n, ne);
-	if (__builtin_expect(ctx->remapped, 0)) {
-		retire_remapped(ctx, cq, wc, n);
-		return n;
-	}
+	if (__builtin_expect(slow != 0, 0))
+		return retire_slow(ctx, cq, wc, n, slow);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	return n;
 }
 
+/**
+ * ibckpt_cq_internal() - count an internal request outstanding on a queue of @cq, or done
+ * @cq: the send CQ of the request's QP; its lock held
+ * @d: 1 (posted) or -1 (completed, or its completion cannot come)
+ */
+void ibckpt_cq_internal(struct ibckpt_cq *cq, int d)
+{
+	cq->internal += (uint32_t)d;
+	if (d > 0 && cq->internal == 1)
+		atomic_fetch_or_explicit(&cq->slow, IBCKPT_CQ_INTERNAL, memory_order_relaxed);
+	else if (d < 0 && !cq->internal)
+		atomic_fetch_and_explicit(&cq->slow, ~IBCKPT_CQ_INTERNAL, memory_order_relaxed);
+}
+
+/**
+ * ibckpt_ctx_slow_polls() - every CQ of a context looks at its completions, or stops
+ * @ctx: the context
+ * @bit: IBCKPT_CQ_REMAPPED or IBCKPT_CQ_WINDOWS
+ * @on: set or clear it
+ *
+ * Context: ctx->lock held (CQs created meanwhile take the context's bits
+ * under it). A poll in flight may not see the change: a restart sets
+ * IBCKPT_CQ_REMAPPED with the gates closed, and a window can be
+ * invalidated only once a bind posted after its allocation completed.
+ */
+void ibckpt_ctx_slow_polls(struct ibckpt_context *ctx, unsigned int bit, bool on)
+{
+	struct ibckpt_cq *cq;
+
+	for (cq = ctx->cqs; cq; cq = cq->next) {
+		if (on)
+			atomic_fetch_or_explicit(&cq->slow, bit, memory_order_release);
+		else
+			atomic_fetch_and_explicit(&cq->slow, ~bit, memory_order_release);
+	}
+}
+
 static inline int retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				struct ibv_wc *wc, int n, int ne)
+				struct ibv_wc *wc, int n)
 {
 	ibckpt_spin_lock(&cq->lock);
-	n = retire_locked(ctx, cq, wc, n, ne);
+	n = retire_locked(ctx, cq, wc, n);
 	ibckpt_spin_unlock(&cq->lock);
 	return n;
 }
@@ -326,7 +354,7 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 		return n;
 	r = ibv_poll_cq(cq->real, ne - n, wc + n);
 	if (r > 0)
-		r = retire_polled(cq->ctx, cq, wc + n, r, ne - n);
+		r = retire_polled(cq->ctx, cq, wc + n, r);
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
@@ -337,17 +365,38 @@ static __attribute__((noinline, cold)) int poll_refused(int err)
 	return -1;
 }
 
-/*
- * What a poll found, retired; then out of the gate. Out of line and
- * reached by a tail call: an empty poll, most of a busy loop's, keeps few
- * registers.
- */
-static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
-						      int n, int ne)
+/* poll_retire_exit() for a CQ whose completions are looked at (cq->slow): its lock held. */
+static __attribute__((noinline)) int poll_slow_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
+						    int n, unsigned int slow)
 {
 	struct ibckpt_context *ctx = cq->ctx;
 
-	n = retire_polled(ctx, cq, wc, n, ne);
+	n = retire_slow(ctx, cq, wc, n, slow);
+	ibckpt_spin_unlock(&cq->lock);
+	ibckpt_gate_exit(&ctx->gate);
+	return n;
+}
+
+/*
+ * What a poll found, retired; then out of the gate. Out of line and
+ * reached by a tail call: an empty poll, most of a busy loop's, keeps few
+ * registers. The one test of cq->slow sends the rest away, by a tail call
+ * too: here every completion is the application's, and the count stays.
+ */
+static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
+						      int n)
+{
+	struct ibckpt_context *ctx = cq->ctx;
+	unsigned int slow;
+	int i;
+
+	ibckpt_spin_lock(&cq->lock);
+	slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
+	if (__builtin_expect(slow != 0, 0))
+		return poll_slow_exit(cq, wc, n, slow);
+	for (i = 0; i < n; i++)
+		ibckpt_qp_retire(ctx, cq, &wc[i]);
+	ibckpt_spin_unlock(&cq->lock);
 	ibckpt_gate_exit(&ctx->gate);
 	return n;
 }
@@ -373,7 +422,7 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		return poll_drained_exit(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
-		return poll_retire_exit(cq, wc, n, ne);
+		return poll_retire_exit(cq, wc, n);
 	ibckpt_gate_exit(&cq->ctx->gate);
 	return n;
 }
@@ -418,7 +467,7 @@ int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 				ibckpt_cq_orphans_drop(cq);
 			break;
 		}
-		n = retire_locked(cq->ctx, cq, wc, n, 0);	/* an internal request's dropped */
+		n = retire_locked(cq->ctx, cq, wc, n);	/* an internal request's dropped */
 		if (!n)
 			continue;
 		if (!space && ibckpt_vcq_grow(&cq->vcq)) {

@@ -89,6 +89,8 @@ struct ibckpt_context {
 	struct ibckpt_gate gate;		/* hot: first */
 	struct ibckpt_context *next;		/* all contexts, under ibckpt_ctx_lock */
 	bool remapped;				/* virtual != real IDs (after restart) */
+	/* wc_flags of a receive that invalidated a key: the vendor's (mw.c) */
+	unsigned int wc_inv;
 	bool foreign;				/* a forked child's copy of its parent's (fork.c) */
 	struct ibv_context *real;
 	pthread_mutex_t lock;			/* cqs, objs */
@@ -98,10 +100,14 @@ struct ibckpt_context {
 	struct ibckpt_vidmap xsrqs;		/* XRC SRQ handle -> shadow SRQ (srq.c) */
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
-	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR or MW */
+	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR */
+	struct ibckpt_vidmap mw_virt;		/* window's virtual index -> real one, window */
+	struct ibckpt_vidmap mw_real;		/* ... its real index -> virtual one, window */
 	struct ibckpt_addrs addrs;		/* virtual LIDs and GIDs (addr.h) */
 	struct ibckpt_cq *cqs;			/* its CQs, under lock */
 	struct ibckpt_obj objs;			/* all its objects, under lock */
+	uint32_t mw2;				/* its type 2 windows, under lock (mw.c) */
+	atomic_uint mws;			/* its windows: a failed send looks for theirs */
 	uint32_t id;
 	bool gate_closed;			/* by the control thread */
 	/* Restart (restart.h): by the control thread, gates closed. */
@@ -126,19 +132,38 @@ struct ibckpt_mr {
 };
 
 /*
- * A memory window. Its rkey is the vendor's (a bind picks a new one). The
- * last bind through ibv_bind_mw() or a posted IBV_WR_BIND_MW is kept for
- * snapshots; it is the one in force once the send queue has drained.
+ * A memory window. The application's rkey (ibv_mw.rkey) is virtual: a
+ * 24-bit index, the same for the window's whole life, and a key byte that
+ * each bind moves. Behind it the vendor's window has its own index (ridx),
+ * and a key byte that differs from the virtual one by key_off: equal until a
+ * restart, and for type 2 windows always (their binds name the byte). Both
+ * indexes are in the context's tables (mw.c), so that a request or
+ * completion naming either finds the window in O(1). The last bind posted,
+ * or its invalidation, is the window's state at a release (every request
+ * has completed then), unless it failed (unsure).
  */
 struct ibckpt_mw {
 	struct ibv_mw ibv_mw;
 	struct ibv_mw *real;
 	struct ibckpt_obj obj;
-	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR, NULL if unbound */
-	uint32_t bound_rkey;
-	uint32_t rkey_gen;			/* bound_rkey's entry in ctx->rkeys */
+	struct ibv_mw_bind_info bind;		/* .mr: the shadow MR; NULL if unbound */
+	struct ibckpt_qp *qp;			/* type 2, bound: the QP that bound it */
+	uint32_t vrkey;				/* the key peers know (last bind's, virtual) */
+	uint32_t vidx_gen, ridx_gen;		/* entries in ctx->mw_virt, ctx->mw_real */
+	/*
+	 * The vendor's window's index (its key's bits 31-8), set with it: what
+	 * the tables' users read, under key_lock, never the vendor's window,
+	 * which its binds write under a send queue's lock.
+	 */
+	uint32_t ridx;
+	uint8_t key_off;			/* real key byte - virtual key byte */
+	/*
+	 * The last bind or invalidate of it failed, or may have (mw.c): its
+	 * state is not known; cleared by the next one posted, or a peer's
+	 * invalidation seen. Under key_lock.
+	 */
+	bool unsure;
 };
-
 struct ibckpt_ah {
 	struct ibv_ah ibv_ah;
 	struct ibv_ah *real;
@@ -179,13 +204,22 @@ struct ibckpt_cq {
 	 */
 	struct ibckpt_spinlock lock;
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
+		/*
+	 * What a poll or drain must do beyond retiring (IBCKPT_CQ_*): 0 but
+	 * after a restart, in a context with type 2 windows, or while a
+	 * provider-internal request is outstanding; else its completions are
+	 * looked at one by one, out of line (cq.c). The one word a poll that
+	 * found completions reads for all three, without a lock; changed
+	 * with atomic operations, the internal bit under lock.
+	 */
+	atomic_uint slow;
 	/*
 	 * Provider-internal requests outstanding on the send queues that
-	 * complete here (qp_internal.c): while not 0, what a poll or drain
-	 * finds is retired one completion at a time and theirs taken out.
-	 * Changed under lock; a poll reads it without.
+	 * complete here (qp_internal.c), under lock: IBCKPT_CQ_INTERNAL while
+	 * not 0, what a poll or drain finds retired one completion at a time
+	 * and theirs taken out.
 	 */
-	atomic_uint internal;
+	uint32_t internal;
 	/*
 	 * Internal requests whose QP was reset or destroyed while they were
 	 * outstanding (counted in 'internal' too): a completion the vendor
@@ -244,6 +278,7 @@ struct ibckpt_qp_rel {
 	uint32_t sq_psn, rq_psn;
 	uint64_t peer_vdev;			/* device of its RC/UC destination */
 	uint32_t qpn_virt_gen;			/* entry in ctx->qpn_virt */
+	bool at_rts;				/* moved to RTS before GO (ibckpt_qp_rts()) */
 };
 
 /*
@@ -367,7 +402,13 @@ struct ibckpt_qp {
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
 	struct ibckpt_qp_internal internal;
 	struct ibckpt_qp_fence fence;
+	uint32_t mw_marked;			/* send log position windows were marked up to (qp.c) */
 };
+
+/* cq->slow: why a CQ's completions are looked at one by one (cq.c) */
+#define IBCKPT_CQ_REMAPPED	1u	/* its context's QPNs are virtual: translated back */
+#define IBCKPT_CQ_WINDOWS	2u	/* ... has type 2 windows: a receive may invalidate one */
+#define IBCKPT_CQ_INTERNAL	4u	/* a provider-internal request's completion to drop */
 
 #define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */
 #define IBCKPT_POST_RECV	2u	/* qp->fast: its own receive log, identity IDs */
@@ -523,6 +564,8 @@ extern bool ibckpt_quiesced;
 void ibckpt_control_start(void);
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved);
 void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp);
+void ibckpt_cq_internal(struct ibckpt_cq *cq, int d);
+void ibckpt_ctx_slow_polls(struct ibckpt_context *ctx, unsigned int bit, bool on);
 
 /* vendor.c */
 const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
@@ -581,7 +624,17 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr);
 struct ibv_mw *ibckpt_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int ibckpt_dealloc_mw(struct ibv_mw *mw);
 int ibckpt_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
-void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey);
+void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey,
+		     struct ibckpt_qp *qp);
+struct ibckpt_mw *ibckpt_mw_find(struct ibckpt_context *ctx, uint32_t rkey, bool real);
+void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c);
+void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
+		      struct ibckpt_qp *qp);
+void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc);
+void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e);
+void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp);
+void ibckpt_mw_mr_gone(struct ibckpt_context *ctx, struct ibckpt_mr *mr);
+unsigned int ibckpt_mw_wc_inv(const char *vendor);
 struct ibv_ah *ibckpt_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibckpt_destroy_ah(struct ibv_ah *ah);
 typedef struct ibv_cq *(*ibckpt_make_cq_fn)(struct ibckpt_cq *cq,

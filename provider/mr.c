@@ -95,6 +95,11 @@ int ibckpt_dereg_mr(struct verbs_mr *vmr)
 		return ret;
 	ret = ibv_dereg_mr(mr->real);
 	if (!ret) {
+		if (atomic_load_explicit(&ctx->mws, memory_order_relaxed)) {
+			pthread_mutex_lock(&ctx->lock);	/* a window bound to it: unknown */
+			ibckpt_mw_mr_gone(ctx, mr);
+			pthread_mutex_unlock(&ctx->lock);
+		}
 		ibckpt_key_del(ctx, &ctx->lkeys, vmr->ibv_mr.lkey, mr->lkey_gen);
 		ibckpt_key_del(ctx, &ctx->rkeys, vmr->ibv_mr.rkey, mr->rkey_gen);
 		ibckpt_obj_del(ctx, &mr->obj);

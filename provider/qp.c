@@ -291,6 +291,10 @@ int ibckpt_destroy_qp(struct ibv_qp *ibqp)
 	ibckpt_fence_put(qp);
 	ibckpt_cq_forget_qp(ibqp->send_cq, qp);		/* nor retires into it */
 	ibckpt_cq_forget_qp(ibqp->recv_cq, qp);
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->mw2)		/* type 2 windows may name it */
+		ibckpt_mw_qp_gone(ctx, qp);
+	pthread_mutex_unlock(&ctx->lock);
 	ibckpt_obj_del(ctx, &qp->obj);
 	ibckpt_gate_exit(&ctx->gate);
 	/* its unread async events leave the pipe; the read ones are waited for */
@@ -485,23 +489,18 @@ static int post_send_copies(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32
 		for (i = 0; i < k; i++, w = w->next) {
 			c[i] = *w;
 			c[i].next = i + 1 < k ? &c[i + 1] : NULL;
-			if (ud) {
+			if (ud)
 				c[i].wr.ud.ah = to_iah(w->wr.ud.ah)->real;
-			} else if (w->opcode == IBV_WR_BIND_MW) {
-				c[i].bind_mw.mw = to_imw(w->bind_mw.mw)->real;
-				if (w->bind_mw.bind_info.mr)
-					c[i].bind_mw.bind_info.mr =
-						to_imr(w->bind_mw.bind_info.mr)->real;
-			}
+			else if (w->opcode == IBV_WR_BIND_MW)
+				ibckpt_mw_wr_real(w, &c[i]);
 		}
 		rbad = NULL;
 		ret = ibv_post_send(qp->real, c, &rbad);
 		/* no request named: all taken (see ibckpt_wrlog_post_recv_list()) */
 		took = ret && rbad ? (uint32_t)(rbad - c) : k;
 		for (i = 0, w = first; i < took; i++, w = w->next)
-			if (!ud && w->opcode == IBV_WR_BIND_MW)
-				ibckpt_mw_bound(to_imw(w->bind_mw.mw), &w->bind_mw.bind_info,
-						w->bind_mw.rkey);
+			if (!ud)
+				ibckpt_mw_posted(qp->ctx, w, qp);
 		*posted += took;
 		if (ret) {
 			*bad = w;
@@ -519,7 +518,7 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 						     struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *w, *rbad = NULL;
-	uint32_t logged = 0, posted, binds = 0;
+	uint32_t logged = 0, posted, binds = 0, invs = 0;
 	enum ibv_qp_type type = qp->vqp.qp.qp_type;
 	bool ud = type == IBV_QPT_UD;
 	int ret, err = 0;
@@ -535,6 +534,7 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 		if (type == IBV_QPT_XRC_SEND)
 			ibckpt_wrlog_newest(&qp->sq, 1)->remote_srqn = w->qp_type.xrc.remote_srqn;
 		binds += w->opcode == IBV_WR_BIND_MW;
+		invs += w->opcode == IBV_WR_LOCAL_INV;
 		logged++;
 	}
 	if (err) {
@@ -542,7 +542,7 @@ static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct
 		if (!logged)
 			return err;
 	}
-	if (ud || binds || err) {
+	if (ud || binds || invs || err) {
 		ret = post_send_copies(qp, wr, logged, ud, &rbad, &posted);
 	} else {
 		ret = ibv_post_send(qp->real, wr, &rbad);
@@ -610,11 +610,12 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		return post_send_refused(wr, bad, ret);
 	ibckpt_spin_lock(&qp->sq_lock);
 	/*
-	 * Opcodes from IBV_WR_BIND_MW up (window binds, TSO, SEND_WITH_INV,
-	 * atomic write, driver ones) take the general path: one compare.
+	 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
+	 * binds, which move a window's state, TSO, SEND_WITH_INV, atomic
+	 * write, driver ones) take the general path: one compare.
 	 */
 	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
-			     (unsigned int)wr->opcode >= IBV_WR_BIND_MW, 0)) {
+			     (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV, 0)) {
 		ret = post_send_general(qp, wr, bad);
 	} else {
 		/* One request naming no shadow: most posts. */
@@ -717,6 +718,39 @@ struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq 
 	return qp;
 }
 
+/*
+ * Under sq_lock: a send request failed (or was flushed), before its
+ * completion retires (through the oldest live request with its wr_id,
+ * wrlog.h). Which one failed is not known when several live requests carry
+ * that wr_id (an application may give any): every request before the
+ * oldest of them completed, and from it on each may be the one that failed
+ * or one flushed behind it (the queue is in error now, so every later one
+ * is flushed). Each bind and local invalidate from there to the newest
+ * request leaves its window's state unknown (mw.c), until the window's
+ * next bind or invalidate. Requests looked at by an earlier failure of the
+ * queue are not looked at again (qp->mw_marked): a flush of a whole queue
+ * costs its length, not its square. Nothing to do in a context without
+ * windows.
+ */
+static void failed_send_windows(struct ibckpt_qp *qp, uint64_t wr_id)
+{
+	struct ibckpt_wrlog *log = &qp->sq;
+	const struct ibckpt_wr *e;
+	uint32_t pos;
+
+	if (!atomic_load_explicit(&qp->ctx->mws, memory_order_relaxed) ||
+	    !ibckpt_wrlog_find(log, wr_id, &pos))	/* settles */
+		return;
+	if ((int32_t)(qp->mw_marked - pos) > 0)
+		pos = qp->mw_marked;
+	for (; pos != log->tail; pos++) {
+		e = ibckpt_wrlog_at(log, pos - log->head, NULL, NULL);
+		if (e->opcode == IBV_WR_BIND_MW || e->opcode == IBV_WR_LOCAL_INV)
+			ibckpt_mw_failed(qp->ctx, e);
+	}
+	qp->mw_marked = log->tail;
+}
+
 /**
  * ibckpt_qp_retire_exact() - the slow path of ibckpt_qp_retire()
  * @qp: the completion's QP
@@ -739,6 +773,7 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
 		bool found;
 
 		ibckpt_spin_lock(&qp->sq_lock);
+		failed_send_windows(qp, wc->wr_id);
 		found = ibckpt_wrlog_complete(&qp->sq, wc->wr_id, false);
 		ibckpt_spin_unlock(&qp->sq_lock);
 		if (found || qp->vqp.qp.recv_cq != &cq->ibv_cq)
@@ -800,6 +835,24 @@ int ibckpt_post_recv_xlate(void *target, struct ibv_recv_wr *wr, struct ibv_recv
 	return 0;
 }
 
+/*
+ * One of this context's remote keys, an MR's or a window's, as the vendor
+ * knows it now: an MR's whole first, then a window's by its index, as its
+ * peers translate it (ibckpt_remap_rkey()).
+ */
+static uint32_t local_key_real(struct ibckpt_context *ctx, uint32_t key)
+{
+	struct ibckpt_mw *mw;
+	uint32_t r;
+
+	ibckpt_spin_lock(&ctx->key_lock);
+	r = ibckpt_vidmap_real(&ctx->rkeys, key, 0);
+	if (!r && (mw = ibckpt_mw_find(ctx, key, false)) != NULL)
+		r = (mw->ridx << 8) | ((key + mw->key_off) & 0xff);
+	ibckpt_spin_unlock(&ctx->key_lock);
+	return r ? r : key;
+}
+
 static bool wr_has_rkey(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
@@ -825,13 +878,10 @@ void ibckpt_send_wr_real(struct ibckpt_qp *qp, const struct ibv_send_wr *src,
 
 	*c = *src;
 	c->next = NULL;
-	if (ud) {
+	if (ud)
 		c->wr.ud.ah = to_iah(src->wr.ud.ah)->real;
-	} else if (src->opcode == IBV_WR_BIND_MW) {
-		c->bind_mw.mw = to_imw(src->bind_mw.mw)->real;
-		if (src->bind_mw.bind_info.mr)
-			c->bind_mw.bind_info.mr = to_imr(src->bind_mw.bind_info.mr)->real;
-	}
+	else if (src->opcode == IBV_WR_BIND_MW)
+		ibckpt_mw_wr_real(src, c);	/* the key byte too, remapped or not */
 	if (!qp->ctx->remapped)
 		return;
 	c->sg_list = s;
@@ -846,16 +896,15 @@ void ibckpt_send_wr_real(struct ibckpt_qp *qp, const struct ibv_send_wr *src,
 			      src->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 		uint32_t *rkey = atomic ? &c->wr.atomic.rkey : &c->wr.rdma.rkey;
 
-		if (ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, *rkey, &r))
+		if (ibckpt_remap_rkey(qp->rel.peer_vdev, *rkey, &r))
 			*rkey = r;
 	}
 	/* the key to invalidate: the peer's (SEND_WITH_INV) or one of ours (LOCAL_INV) */
 	if (src->opcode == IBV_WR_SEND_WITH_INV &&
-	    ibckpt_remap_find(IBCKPT_ID_RKEY, qp->rel.peer_vdev, src->invalidate_rkey, &r))
+	    ibckpt_remap_rkey(qp->rel.peer_vdev, src->invalidate_rkey, &r))
 		c->invalidate_rkey = r;
-	else if (src->opcode == IBV_WR_LOCAL_INV &&
-		 (r = ibckpt_key_real(qp->ctx, &qp->ctx->rkeys, src->invalidate_rkey, 0)) != 0)
-		c->invalidate_rkey = r;
+	else if (src->opcode == IBV_WR_LOCAL_INV)
+		c->invalidate_rkey = local_key_real(qp->ctx, src->invalidate_rkey);
 }
 
 /* One send request of a remapped context, posted as a translated copy. */
@@ -875,7 +924,7 @@ static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct 
 	int ret;
 
 	for (w = wr; w; w = w->next) {
-		if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_TSO) {
+		if (w->opcode == IBV_WR_TSO) {
 			*bad = w;	/* not kept across a restart (restart.rst) */
 			return EOPNOTSUPP;
 		}
@@ -884,6 +933,8 @@ static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct 
 			ret = post_one_xlate(qp, w);
 			if (ret)
 				ibckpt_wrlog_unpost(&qp->sq, 1);
+			else
+				ibckpt_mw_posted(qp->ctx, w, qp);
 		}
 		if (ret) {
 			*bad = w;
@@ -1047,6 +1098,7 @@ void ibckpt_qp_unacquire(struct ibckpt_qp *qp)
 	if (ibv_destroy_qp(qp->real))
 		ibckpt_dbg("release: the vendor kept QP %u busy", qp->vqp.qp.qp_num);
 	qp->real = NULL;
+	qp->rel.at_rts = false;
 	ibckpt_spin_lock(&ctx->qpn_lock);
 	if (qp->rel.qpn_virt_gen)
 		ibckpt_vidmap_remove(&ctx->qpn_virt, rqpn, qp->rel.qpn_virt_gen);
@@ -1225,26 +1277,18 @@ static void wr_from_log(const struct ibckpt_wr *e, const struct ibv_sge *sge,
 }
 
 /**
- * ibckpt_qp_to_rts() - RTR -> RTS, then the sends still logged, again
- * @qp: a QP at RTR; every QP of the job is
+ * ibckpt_qp_rts() - a re-created QP, RTR -> RTS, nothing posted
+ * @qp: a QP at RTR (REMAP: to bind windows through it), or already moved
  *
- * Return: 0 or an errno.
+ * Return: 0 or an errno (said).
  */
-int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
+int ibckpt_qp_rts(struct ibckpt_qp *qp)
 {
 	const struct ibv_qp_attr *h = &qp->hist.attr;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = qp->rel.sq_psn };
-	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN, ret = 0;
-	const struct ibckpt_wr *e;
-	const struct ibv_sge *sge;
-	const uint8_t *inl;
-	uint32_t i;
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN, ret;
 
-	if (qp->rel.state == IBV_QPS_ERR) {
-		a.qp_state = IBV_QPS_ERR;
-		return ibv_modify_qp(qp->real, &a, IBV_QP_STATE);
-	}
-	if (!qp_state_reached(qp, IBV_QPS_RTS))
+	if (qp->rel.at_rts)
 		return 0;
 	if (qp->vqp.qp.qp_type == IBV_QPT_RC) {
 		a.timeout = h->timeout;
@@ -1267,6 +1311,34 @@ int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
 				   a.max_rd_atomic, strerror(ret));
 		return ret;
 	}
+	qp->rel.at_rts = true;
+	return 0;
+}
+
+/**
+ * ibckpt_qp_to_rts() - RTR -> RTS, then the sends still logged, again
+ * @qp: a QP at RTR (or at RTS already: ibckpt_qp_rts()); every QP of the
+ *	job is
+ *
+ * Return: 0 or an errno.
+ */
+int ibckpt_qp_to_rts(struct ibckpt_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	const struct ibckpt_wr *e;
+	const struct ibv_sge *sge;
+	const uint8_t *inl;
+	uint32_t i;
+	int ret;
+
+	if (qp->rel.state == IBV_QPS_ERR)
+		return ibv_modify_qp(qp->real, &a, IBV_QP_STATE);
+	if (!qp_state_reached(qp, IBV_QPS_RTS))
+		return 0;
+	ret = ibckpt_qp_rts(qp);
+	qp->rel.at_rts = false;
+	if (ret)
+		return ret;
 	ibckpt_spin_lock(&qp->sq_lock);
 	ibckpt_wrlog_settle(&qp->sq);
 	/* the logged sends go out again from the PSN due */

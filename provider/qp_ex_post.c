@@ -120,7 +120,7 @@ static void vendor_wr_one(struct ibv_qp_ex *vx, enum ibv_qp_type type, struct ib
 /* What a restart does not carry over (restart.rst "Limits"). */
 static bool refused_when_remapped(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_BIND_MW || op == IBV_WR_TSO || op == IBV_WR_ATOMIC_WRITE;
+	return op == IBV_WR_TSO || op == IBV_WR_ATOMIC_WRITE;
 }
 
 /* Under the send queue's lock: log the batch, give it to the vendor whole. */
@@ -169,9 +169,7 @@ static int post_batch_locked(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 		return ret;
 	}
 	for (w = wr; w; w = w->next)	/* the shadows take their windows' new state */
-		if (w->opcode == IBV_WR_BIND_MW)
-			ibckpt_mw_bound(to_imw(w->bind_mw.mw), &w->bind_mw.bind_info,
-					w->bind_mw.rkey);
+		ibckpt_mw_posted(qp->ctx, w, qp);
 	return 0;
 }
 

@@ -105,7 +105,7 @@ int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 		qp->internal.pos = qp->sq.tail - 1;
 		qp->internal.pending = true;
 		qp->internal.status = IBV_WC_SUCCESS;
-		atomic_fetch_add_explicit(&cq->internal, 1, memory_order_relaxed);
+		ibckpt_cq_internal(cq, 1);
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
 	ibckpt_spin_unlock(&cq->lock);
@@ -292,7 +292,7 @@ bool ibckpt_cq_orphan(struct ibckpt_cq *cq, const struct ibv_wc *wc)
 			continue;
 		*p = tok->next;
 		free(tok);
-		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+		ibckpt_cq_internal(cq, -1);
 		ibckpt_dbg("CQ: an orphaned internal request's completion dropped (status %d)",
 			   (int)wc->status);
 		return true;
@@ -312,7 +312,7 @@ void ibckpt_cq_orphans_drop(struct ibckpt_cq *cq)
 	while ((tok = cq->orphans) != NULL) {
 		cq->orphans = tok->next;
 		free(tok);
-		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+		ibckpt_cq_internal(cq, -1);
 	}
 }
 
@@ -342,7 +342,7 @@ static bool internal_completion(struct ibckpt_qp *qp, struct ibckpt_cq *cq,
 	if (mine) {
 		qp->internal.pending = false;	/* its token stays, for the next one */
 		qp->internal.status = wc->status;
-		atomic_fetch_sub_explicit(&cq->internal, 1, memory_order_relaxed);
+		ibckpt_cq_internal(cq, -1);
 		ibckpt_dbg("QP %u: internal request completed, status %d", qp->vqp.qp.qp_num,
 			   (int)wc->status);
 	}

@@ -107,12 +107,26 @@ bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid)
  *
  * Return: 0, EINVAL for an unknown kind, ENOMEM.
  */
+/* Under REMAP: tab's entry for (kind, vdev, vid), free or that one. */
+static struct remap_ent *remap_slot(uint32_t kind, uint64_t vdev, uint32_t vid)
+{
+	uint32_t h;
+
+	for (h = remap_hash(kind, vdev, vid) & (tab_size - 1); tab[h].used;
+	     h = (h + 1) & (tab_size - 1))
+		if (tab[h].kind == kind && tab[h].vdev == vdev && tab[h].vid == vid)
+			break;
+	return &tab[h];
+}
+
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 {
-	uint32_t i, size = 16;
+	uint32_t i, size = 16, nent = n;
 
 	ibckpt_remap_clear();
-	while (size < 2 * n)
+	for (i = 0; i < n; i++)		/* an MR's key has an entry by its index too */
+		nent += id[i].kind == IBCKPT_ID_RKEY;
+	while (size < 2 * nent)
 		size *= 2;
 	tab = calloc(size, sizeof(*tab));
 	addrs = calloc(n ? n : 1, sizeof(*addrs));
@@ -124,7 +138,8 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 	tab_size = rtab_size = size;
 	for (i = 0; i < n; i++) {
 		const struct ibckpt_ident *e = &id[i];
-		uint32_t h;
+		struct ibckpt_ident mw;
+		struct remap_ent *t;
 
 		switch (e->kind) {
 		case IBCKPT_ID_GID:
@@ -136,18 +151,33 @@ int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 		case IBCKPT_ID_QPN:
 		case IBCKPT_ID_RKEY:
 			break;
+		case IBCKPT_ID_MW:	/* by index: real index and key offset */
+			mw = (struct ibckpt_ident){
+				.kind = e->kind, .vdev = e->vdev, .vid = e->vid >> 8,
+				.real = (e->real & ~0xffu) | ((e->real - e->vid) & 0xff) };
+			e = &mw;
+			break;
 		default:
 			ibckpt_remap_clear();
 			return EINVAL;
 		}
-		for (h = remap_hash(e->kind, e->vdev, e->vid) & (size - 1); tab[h].used;
-		     h = (h + 1) & (size - 1))
-			if (tab[h].kind == e->kind && tab[h].vdev == e->vdev && tab[h].vid == e->vid)
-				break;
-		tab[h] = (struct remap_ent){ .vdev = e->vdev, .kind = e->kind, .vid = e->vid,
-					     .real = e->real, .used = true };
+		t = remap_slot(e->kind, e->vdev, e->vid);
+		*t = (struct remap_ent){ .vdev = e->vdev, .kind = e->kind, .vid = e->vid,
+					 .real = e->real, .used = true };
 		if (e->kind == IBCKPT_ID_QPN)
 			rqpn_add(e->real, e->vid);
+		if (e->kind != IBCKPT_ID_RKEY)
+			continue;
+		/*
+		 * Its index: a new window must not take it (its binds may give
+		 * it the MR's key byte, which peers translate to the MR), unless
+		 * every MR key of the job on that index stands for itself.
+		 */
+		t = remap_slot(IBCKPT_ID_RKEY_INDEX, e->vdev, e->vid >> 8);
+		if (!t->used)
+			*t = (struct remap_ent){ .vdev = e->vdev, .kind = IBCKPT_ID_RKEY_INDEX,
+						 .vid = e->vid >> 8, .used = true };
+		t->real |= e->real != e->vid;
 	}
 	return 0;
 }
@@ -177,6 +207,29 @@ bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *rea
 	return false;
 }
 
+/**
+ * ibckpt_remap_rkey() - what a peer's rkey is now
+ * @vdev: the peer's device
+ * @vkey: an rkey its application handed out: an MR's, or a window's with
+ *	whatever key byte its binds gave it since
+ * @real: set to the key to name now
+ *
+ * An MR's key is found whole; a window's by its index, its key byte moved
+ * by the window's offset (IBCKPT_ID_MW). Two lookups at most: O(1).
+ * Return: false if the job does not know it.
+ */
+bool ibckpt_remap_rkey(uint64_t vdev, uint32_t vkey, uint32_t *real)
+{
+	uint32_t r;
+
+	if (ibckpt_remap_find(IBCKPT_ID_RKEY, vdev, vkey, real))
+		return true;
+	if (!ibckpt_remap_find(IBCKPT_ID_MW, vdev, vkey >> 8, &r))
+		return false;
+	*real = (r & ~0xffu) | ((vkey + r) & 0xff);
+	return true;
+}
+
 /* Has the process been through a REMAP (a table of the job's identities)? */
 bool ibckpt_remap_active(void)
 {
@@ -185,7 +238,9 @@ bool ibckpt_remap_active(void)
 
 /**
  * ibckpt_remap_taken() - does the job know @id as another object's virtual ID?
- * @kind: IBCKPT_ID_QPN or IBCKPT_ID_RKEY
+ * @kind: IBCKPT_ID_QPN, IBCKPT_ID_RKEY, IBCKPT_ID_MW (@id's index taken
+ *	by a window's), or IBCKPT_ID_RKEY_INDEX (@id's index taken by an MR's
+ *	key)
  * @vdev: the device it is on
  * @id: an ID the vendor just handed out for a new object
  *
@@ -199,6 +254,10 @@ bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id)
 {
 	uint32_t real;
 
+	if (kind == IBCKPT_ID_MW)	/* a window standing for itself: same index, same byte */
+		return ibckpt_remap_find(kind, vdev, id >> 8, &real) && real != (id & ~0xffu);
+	if (kind == IBCKPT_ID_RKEY_INDEX)
+		return ibckpt_remap_find(kind, vdev, id >> 8, &real) && real;
 	return ibckpt_remap_find(kind, vdev, id, &real) && real != id;
 }
 

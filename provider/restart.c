@@ -170,12 +170,12 @@ static void release_check(struct ibckpt_context *ctx, uint32_t flags,
 		err = 0;
 		switch (o->type) {
 		case IBCKPT_SNAP_XRCD:
-		case IBCKPT_SNAP_MW:
-			ibckpt_restart_err("%s: %s cannot be released yet",
-					   ctx->vctx.context.device->name,
-					   o->type == IBCKPT_SNAP_MW ? "a memory window" :
-					   "an XRC domain");
+			ibckpt_restart_err("%s: an XRC domain cannot be released yet",
+					   ctx->vctx.context.device->name);
 			err = EOPNOTSUPP;
+			break;
+		case IBCKPT_SNAP_MW:
+			err = ibckpt_mw_release_check(OBJ(o, struct ibckpt_mw));
 			break;
 		case IBCKPT_SNAP_SRQ:
 			if (OBJ(o, struct ibckpt_srq)->type != IBV_SRQT_BASIC) {
@@ -254,11 +254,21 @@ static void fences_unplan(void)
 /*
  * The context's vendor objects go, newest first. @again: a reacquire is
  * undone, and what the release recorded (the QPs' states and PSNs) stays.
+ * (Not static: the whole-stack tests drive the objects' part of a release
+ * and a reacquire on their fake vendor, whose device is not reopened.)
  */
-static void release_objects(struct ibckpt_context *ctx, bool again)
+void ibckpt_ctx_release_objects(struct ibckpt_context *ctx, bool again)
 {
 	struct ibckpt_obj *o;
 
+	/*
+	 * Windows first, whenever they were allocated: a vendor may refuse to
+	 * deregister an MR a window is bound to (rxe, IBA 10.6.7.2.6), and
+	 * rxe's type 2 window holds the QP that bound it.
+	 */
+	for_each_obj(ctx, o, true)
+		if (o->type == IBCKPT_SNAP_MW)
+			ibckpt_mw_release(OBJ(o, struct ibckpt_mw));
 	for_each_obj(ctx, o, true) {
 		switch (o->type) {
 		case IBCKPT_SNAP_QP:
@@ -443,7 +453,7 @@ int ibckpt_release(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t np
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
 		/* the events raised for them too: a destroyed CQ's are dropped */
 		ibckpt_fwd_flush(ctx);
-		release_objects(ctx, false);
+		ibckpt_ctx_release_objects(ctx, false);
 		ibckpt_channel_release(ctx);
 		err = ibckpt_context_release(ctx);
 		if (err)
@@ -487,7 +497,8 @@ static int publish_addrs(struct ibckpt_context *ctx)
 	return err;
 }
 
-static int recreate_objects(struct ibckpt_context *ctx)
+/* Every object of a reopened context re-created (as ibckpt_ctx_release_objects()). */
+int ibckpt_ctx_recreate_objects(struct ibckpt_context *ctx)
 {
 	struct ibckpt_obj *o;
 	int err = 0;
@@ -509,6 +520,9 @@ static int recreate_objects(struct ibckpt_context *ctx)
 		case IBCKPT_SNAP_QP:
 			err = ibckpt_qp_recreate(OBJ(o, struct ibckpt_qp));
 			break;
+		case IBCKPT_SNAP_MW:	/* unbound yet: bound again below, and at REMAP */
+			err = ibckpt_mw_recreate(OBJ(o, struct ibckpt_mw));
+			break;
 		}		/* AHs wait for their destinations' addresses (REMAP) */
 		if (err)
 			return err;
@@ -522,7 +536,8 @@ static int recreate_objects(struct ibckpt_context *ctx)
 		if (err)
 			return err;
 	}
-	return 0;
+	/* type 1 windows bound again (their keys published); type 2 ones at REMAP */
+	return ibckpt_mw_bind_type1(ctx);
 }
 
 /**
@@ -562,7 +577,7 @@ int ibckpt_reacquire(const struct ibckpt_rdev_map *map, uint32_t n,
 		if (!err)
 			err = publish_addrs(ctx);
 		if (!err)
-			err = recreate_objects(ctx);
+			err = ibckpt_ctx_recreate_objects(ctx);
 	}
 	if (err && ibckpt_unacquire())	/* released as before: a retry can work */
 		ibckpt_restart_err("(and what was re-created could not all be destroyed)");
@@ -597,7 +612,7 @@ int ibckpt_unacquire(void)
 			continue;
 		any = true;
 		ibckpt_fwd_flush(ctx);		/* events of the re-created objects */
-		release_objects(ctx, true);
+		ibckpt_ctx_release_objects(ctx, true);
 		ibckpt_channel_release(ctx);
 		if (ibckpt_context_release(ctx))
 			err = EBUSY;
@@ -617,7 +632,10 @@ void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 {
 	struct ibckpt_obj *o;
 
+	pthread_mutex_lock(&ctx->lock);
 	ctx->remapped = true;
+	ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_REMAPPED, true);	/* QPNs translated back */
+	pthread_mutex_unlock(&ctx->lock);
 	for_each_obj(ctx, o, false)
 		if (o->type == IBCKPT_SNAP_QP)
 			ibckpt_qp_set_paths(OBJ(o, struct ibckpt_qp));
@@ -659,6 +677,17 @@ int ibckpt_remap(const struct ibckpt_ident *ids, uint32_t n)
 				err = ibckpt_qp_to_rtr(OBJ(o, struct ibckpt_qp));
 			if (err)
 				break;
+		}
+		/*
+		 * Type 2 windows bound again through their own QPs, now at RTR:
+		 * before GO, so that no peer's request reaches one unbound (GO
+		 * is when any process of the job posts again).
+		 */
+		for_each_obj(ctx, o, false) {
+			if (err)
+				break;
+			if (o->type == IBCKPT_SNAP_MW)
+				err = ibckpt_mw_rebind(OBJ(o, struct ibckpt_mw));
 		}
 	}
 	return err;

@@ -43,6 +43,10 @@ struct ibckpt_ctx_ident {
 void ibckpt_restart_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ibckpt_restart_err_clear(void);	/* a phase starts with no reason yet */
 
+/* A context's objects released, or re-created (restart.c's steps, for the tests too). */
+void ibckpt_ctx_release_objects(struct ibckpt_context *ctx, bool again);
+int ibckpt_ctx_recreate_objects(struct ibckpt_context *ctx);
+
 /* Identities published by a reacquire (restart.c collects them). */
 int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 		     const union ibv_gid *vgid, const union ibv_gid *gid);
@@ -50,10 +54,16 @@ int ibckpt_ident_add(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t real,
 /* remap.c: the identities of every process of the job, from REMAP. */
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n);
 bool ibckpt_remap_find(uint32_t kind, uint64_t vdev, uint32_t vid, uint32_t *real);
+bool ibckpt_remap_rkey(uint64_t vdev, uint32_t vkey, uint32_t *real);
 bool ibckpt_remap_active(void);
 bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid);
 bool ibckpt_remap_taken(uint32_t kind, uint64_t vdev, uint32_t id);
 bool ibckpt_id_taken(struct ibckpt_context *ctx, uint32_t kind, uint32_t id);
+/*
+ * remap.c's own kind, never on the wire: the index (bits 31-8) of an MR's
+ * key the job translates, for new windows to avoid (ibckpt_remap_taken()).
+ */
+#define IBCKPT_ID_RKEY_INDEX	0x80000000u
 
 /* Vendor objects a create holds aside while it looks for a free ID. */
 #define IBCKPT_ID_TRIES	8
@@ -119,6 +129,12 @@ int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);
 void ibckpt_qp_set_paths(struct ibckpt_qp *qp);
 void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx);
 int ibckpt_qp_to_rts(struct ibckpt_qp *qp);
+int ibckpt_qp_rts(struct ibckpt_qp *qp);
+int ibckpt_mw_release_check(struct ibckpt_mw *mw);
+void ibckpt_mw_release(struct ibckpt_mw *mw);
+int ibckpt_mw_recreate(struct ibckpt_mw *mw);
+int ibckpt_mw_bind_type1(struct ibckpt_context *ctx);
+int ibckpt_mw_rebind(struct ibckpt_mw *mw);
 void ibckpt_ah_release(struct ibckpt_ah *ah);
 int ibckpt_ah_recreate(struct ibckpt_ah *ah);
 

@@ -372,9 +372,13 @@ static void add_object(struct snap_writer *w, const struct live_set *ls,
 			r->handle = o->id;
 			r->pd = id_of_pd(mw->ibv_mw.pd);
 			r->type = mw->ibv_mw.type;
-			r->vrkey = mw->bound_rkey;
-			r->rkey = ibckpt_key_real(ctx, &ctx->rkeys, mw->bound_rkey, mw->rkey_gen);
+			ibckpt_spin_lock(&ctx->key_lock);
+			r->vrkey = mw->vrkey;
+			r->rkey = mw->real ? (mw->ridx << 8) |
+					     ((mw->vrkey + mw->key_off) & 0xff) : 0;
 			r->mr = mw->bind.mr ? to_imr(mw->bind.mr)->obj.id : 0;
+			r->qp = mw->qp ? mw->qp->obj.id : 0;
+			ibckpt_spin_unlock(&ctx->key_lock);
 			r->addr = mw->bind.addr;
 			r->length = mw->bind.length;
 			r->access = mw->bind.mw_access_flags;
@@ -453,6 +457,7 @@ static void add_control(struct snap_writer *w)
 		r->cmd_fd = (uint32_t)cmd;
 		r->reply_fd = (uint32_t)reply;
 		r->released = ibckpt_released;
+		r->caps = IBCKPT_SNAP_CAP_ID_MW;
 	}
 }
 

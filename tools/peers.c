@@ -15,6 +15,11 @@
  * The same pairing tells each provider what its QPs' peers grant
  * (peers_access()): the fence it posts behind unsignaled RDMA READs and
  * atomics must be one the peer cannot refuse (provider/fence.c).
+ *
+ * Also what a reacquire of the job would need of every provider: memory
+ * windows anywhere in the job mean window identities (IBCKPT_ID_MW) at
+ * every process's REMAP, which a provider that predates them refuses, after
+ * the job was released (restart.rst, "The restart channel").
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +44,8 @@ struct peer_set {
 	const uint8_t *gid;		/* of the device record being walked */
 	unsigned int tgid;
 	bool nomem;
+	unsigned int mw_tgid;		/* a process with memory windows, 0: none */
+	unsigned int old_tgid;		/* one whose provider takes no window identity */
 };
 
 static void collect(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
@@ -49,6 +56,11 @@ static void collect(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		s->gid = ((const struct ibckpt_snap_device *)pl)->gid;
 		return;
 	}
+	if (r->type == IBCKPT_SNAP_MW && !s->mw_tgid)
+		s->mw_tgid = s->tgid;
+	if (r->type == IBCKPT_SNAP_CONTROL && !s->old_tgid &&
+	    !(((const struct ibckpt_snap_control *)pl)->caps & IBCKPT_SNAP_CAP_ID_MW))
+		s->old_tgid = s->tgid;
 	if (r->type != IBCKPT_SNAP_QP)
 		return;
 	if (s->n == s->cap) {
@@ -152,6 +164,14 @@ int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whyl
 
 	if (collect_all(snaps, n, &s)) {
 		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	if (s.mw_tgid && s.old_tgid) {
+		snprintf(why, whylen, "process %u has memory windows, and the ibckpt provider of "
+			 "process %u predates windows across a restart (its reacquire would "
+			 "refuse their identities): every process of the job needs a provider "
+			 "that has them", s.mw_tgid, s.old_tgid);
+		free(s.v);
 		return -1;
 	}
 	for (i = 0; i < s.n && !ret; i++) {

@@ -14,9 +14,12 @@
  * among them (matched by the peer device's GID and the QPN it names), and
  * the PSN it sends next must be the one its peer expects: then every
  * request it posted and sent executed, its unsignaled ones included.
+ * Memory windows in the job need every process's provider to take window
+ * identities at REMAP (IBCKPT_SNAP_CAP_ID_MW in its CONTROL record).
  * @snaps: validated snapshots; @n: how many.
- * Return: 0, -1 with the reason in @why (a peer outside the job), -2 if
- * requests are in flight (a later try may find them arrived).
+ * Return: 0, -1 with the reason in @why (a peer outside the job, a provider
+ * too old for the job's windows), -2 if requests are in flight (a later try
+ * may find them arrived).
  */
 int peers_check(const void *const *snaps, unsigned int n, char *why, size_t whylen);
 

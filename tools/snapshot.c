@@ -224,8 +224,9 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_CONTROL: {
 		const struct ibckpt_snap_control *c = pl;
 
-		fprintf(f, "  restart channel: fds %u and %u%s\n", c->cmd_fd, c->reply_fd,
-			c->released ? ", released" : "");
+		fprintf(f, "  restart channel: fds %u and %u%s%s\n", c->cmd_fd, c->reply_fd,
+			c->released ? ", released" : "",
+			c->caps & IBCKPT_SNAP_CAP_ID_MW ? ", window identities" : "");
 		break;
 	}
 	case IBCKPT_SNAP_WR: {
@@ -267,6 +268,8 @@ static void text_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		if (m->mr)
 			fprintf(f, " bound to mr %u addr %#" PRIx64 " len %" PRIu64 " access %#x",
 				m->mr, (uint64_t)m->addr, (uint64_t)m->length, m->access);
+		if (m->qp)
+			fprintf(f, " through qp %u", m->qp);
 		fputc('\n', f);
 		break;
 	}
@@ -383,8 +386,8 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 	case IBCKPT_SNAP_CONTROL: {
 		const struct ibckpt_snap_control *c = pl;
 
-		fprintf(f, "{\"cmd_fd\":%u,\"reply_fd\":%u,\"released\":%s}", c->cmd_fd,
-			c->reply_fd, c->released ? "true" : "false");
+		fprintf(f, "{\"cmd_fd\":%u,\"reply_fd\":%u,\"released\":%s,\"caps\":%u}",
+			c->cmd_fd, c->reply_fd, c->released ? "true" : "false", c->caps);
 		break;
 	}
 	case IBCKPT_SNAP_WR: {
@@ -433,9 +436,10 @@ static void json_rec(const struct ibckpt_snap_rec *r, const void *pl, void *arg)
 		const struct ibckpt_snap_mw *m = pl;
 
 		fprintf(f, "{\"handle\":%u,\"pd\":%u,\"type\":%u,\"vrkey\":%u,\"rkey\":%u,"
-			"\"mr\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"access\":%u}",
+			"\"mr\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"access\":%u,"
+			"\"qp\":%u}",
 			m->handle, m->pd, m->type, m->vrkey, m->rkey, m->mr, (uint64_t)m->addr,
-			(uint64_t)m->length, m->access);
+			(uint64_t)m->length, m->access, m->qp);
 		break;
 	}
 	}

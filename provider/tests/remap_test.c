@@ -144,6 +144,69 @@ static void many(void)
 	ibckpt_remap_clear();
 }
 
+/*
+ * A window's key is found by its index and its key byte moves with each
+ * bind: the byte the application names is carried, shifted by the
+ * window's offset (real byte - virtual byte at the reacquire), wrapping.
+ * An MR's key is found whole first; a key of neither passes.
+ */
+static void window_keys_by_index(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_MW, 0xa, 0x80001f0, 0x9000230, 0, 0),
+				    id(IBCKPT_ID_MW, 0xb, 0x80001f0, 0x80001f0, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80002aa, 0x1234, 0, 0) };
+	uint32_t r = 0;
+
+	CHECK_EQ(ibckpt_remap_set(v, 3), 0);
+	CHECK(ibckpt_remap_rkey(0xa, 0x80001f0, &r));	/* as published */
+	CHECK_EQ(r, 0x9000230);
+	CHECK(ibckpt_remap_rkey(0xa, 0x80001f1, &r));	/* ibv_inc_rkey() of it */
+	CHECK_EQ(r, 0x9000231);
+	CHECK(ibckpt_remap_rkey(0xa, 0x80001d0, &r));	/* the byte wraps */
+	CHECK_EQ(r, 0x9000210);
+	CHECK(ibckpt_remap_rkey(0xa, 0x80001ff, &r));
+	CHECK_EQ(r, 0x900023f);
+	CHECK(ibckpt_remap_rkey(0xa, 0x8000100 | 0xc0, &r));
+	CHECK_EQ(r, 0x9000200);
+	CHECK(ibckpt_remap_rkey(0xb, 0x80001f5, &r));	/* standing for itself */
+	CHECK_EQ(r, 0x80001f5);
+	CHECK(ibckpt_remap_rkey(0xa, 0x80002aa, &r));	/* an MR's, whole */
+	CHECK_EQ(r, 0x1234);
+	CHECK(!ibckpt_remap_rkey(0xa, 0x80003f0, &r));	/* nobody's */
+	CHECK(!ibckpt_remap_rkey(0xc, 0x80001f0, &r));	/* another device */
+	/* a new window's index is taken if the job's stands for another */
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_MW, 0xa, 0x80001aa));
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_MW, 0xb, 0x80001aa));
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_MW, 0xa, 0x80003aa));
+	ibckpt_remap_clear();
+}
+
+/*
+ * An MR's key taken by its index, for new windows (whose key byte moves):
+ * when any MR key of the job on that index and device stands for another
+ * key; not when all of them stand for themselves.
+ */
+static void mr_keys_by_index(void)
+{
+	struct ibckpt_ident v[] = { id(IBCKPT_ID_RKEY, 0xa, 0x80006c1, 0x301, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80007c1, 0x80007c1, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80008c1, 0x80008c1, 0, 0),
+				    id(IBCKPT_ID_RKEY, 0xa, 0x80008d1, 0x302, 0, 0) };
+	uint32_t r = 0;
+
+	CHECK_EQ(ibckpt_remap_set(v, 4), 0);
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80006b0));
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80007b0));
+	CHECK(ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80008b0));	/* one of two */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xb, 0x80006b0));	/* another device */
+	CHECK(!ibckpt_remap_taken(IBCKPT_ID_RKEY_INDEX, 0xa, 0x80009b0));
+	/* the entries by index are no key's: the MR keys are found whole only */
+	CHECK(!ibckpt_remap_rkey(0xa, 0x80006b0, &r));
+	CHECK(ibckpt_remap_rkey(0xa, 0x80006c1, &r));
+	CHECK_EQ(r, 0x301);
+	ibckpt_remap_clear();
+}
+
 int main(void)
 {
 	RUN(same_qpn_two_devices);
@@ -153,5 +216,7 @@ int main(void)
 	RUN(addresses_translated);
 	RUN(unknown_kind_refused);
 	RUN(many);
+	RUN(window_keys_by_index);
+	RUN(mr_keys_by_index);
 	return unit_done();
 }

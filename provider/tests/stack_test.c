@@ -44,6 +44,9 @@ void *__wrap_calloc(size_t n, size_t size)
 static struct verbs_context vendor;
 static struct ibv_pd vendor_pd = { .context = &vendor.context, .handle = 1 };
 
+struct fake_mw;
+static struct ibv_cq_ex *fake_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a);
+
 static struct {
 	struct ibv_xrcd_init_attr xrcd_attr;
 	struct ibv_srq_init_attr_ex srq_attr;
@@ -78,6 +81,16 @@ static struct {
 	union ibv_gid mgid[4];		/* the groups the vendor's QPs are attached to */
 	int nmgid;
 	uint32_t srq_armed;		/* the last limit armed on a vendor SRQ */
+	int mw_binds;			/* ibv_bind_mw() calls */
+	struct ibv_mr *mw_bound_to;	/* ... the last one's MR */
+	struct fake_mw *mws[16];	/* the vendor's windows (fake_mw_bind()) */
+	int mw_errs;			/* binds and local invalidates that failed */
+	int mw_refuse;			/* binds the device refuses next (an MR without bind access) */
+	int mw_busy;			/* errno for the next dealloc_mw, 0: free it */
+	int mw_held;			/* MRs deregistered, QPs destroyed with a window on them */
+	int qps_made;			/* QPs the vendor created */
+	void (*mw_freed)(uint32_t key);	/* run by ibv_dealloc_mw() once it freed the window */
+	int mw_oops;			/* local invalidates of a free type 2 window */
 	int srq_arms;			/* how many times one was armed */
 	uint32_t ids[16];		/* the QPNs or keys the vendor hands out next */
 	int nids, next_id;
@@ -130,6 +143,8 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -147,6 +162,117 @@ static void *fake_alloc(size_t size)
 
 	CHECK(p != NULL);
 	return p;
+}
+
+/*
+ * The vendor's windows, as Linux 6.1's rxe keeps them (rxe_mw.c): keys from
+ * v.ids (else 0x8000110), index in bits 31-8. The device's key moves only
+ * when a bind executes, and a bind names the window by the key its ibv_mw
+ * holds when posted (rdma-core 44's rxe: mw_rkey) or fails; a type 2 window
+ * is bound only when free, to a range, answers the QP that bound it, and a
+ * local or remote invalidate frees it; a type 1 bind through ibv_bind_mw()
+ * takes the next key byte and moves the ibv_mw's key at its post ("user has
+ * to undo this if he gets an error wc"). Binds and invalidates execute at
+ * their post; one that fails completes in error, signaled or not. A local
+ * invalidate of a free type 2 window is counted in v.mw_oops: 6.1's rxe
+ * dereferences its NULL QP.
+ */
+struct fake_mw {
+	struct ibv_mw mw;
+	uint32_t key;			/* the device's */
+	bool bound;			/* type 2: VALID (else FREE); type 1: to a range */
+	struct ibv_qp *qp;		/* type 2, bound: its QP */
+	struct ibv_mr *mr;
+};
+
+static struct ibv_mw *fake_alloc_mw(struct ibv_pd *p, enum ibv_mw_type type)
+{
+	struct fake_mw *f = fake_alloc(sizeof(*f));
+	unsigned int i;
+
+	f->mw.context = p->context;
+	f->mw.pd = p;
+	f->mw.type = type;
+	f->mw.rkey = f->key = vendor_id(0x8000110);
+	for (i = 0; i < 16 && v.mws[i]; i++)
+		;
+	CHECK(i < 16);
+	if (i < 16)
+		v.mws[i] = f;
+	return &f->mw;
+}
+
+static int fake_dealloc_mw(struct ibv_mw *m)
+{
+	uint32_t key = m->rkey;
+	unsigned int i;
+
+	if (v.mw_busy) {
+		i = (unsigned int)v.mw_busy;
+		v.mw_busy = 0;
+		return (int)i;
+	}
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] == (struct fake_mw *)m)
+			v.mws[i] = NULL;
+	free(m);
+	v.destroyed++;
+	if (v.mw_freed)
+		v.mw_freed(key);
+	return 0;
+}
+
+/* The window with @key's index, NULL if none. */
+static struct fake_mw *fake_mw_of_key(uint32_t key)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] && v.mws[i]->key >> 8 == key >> 8)
+			return v.mws[i];
+	return NULL;
+}
+
+/* A bind executing on @q: the device's checks (rxe_bind_mw()), then its new state. */
+static enum ibv_wc_status fake_mw_bind(struct ibv_qp *q, struct ibv_mw *m, uint32_t rkey,
+				       const struct ibv_mw_bind_info *bi)
+{
+	struct fake_mw *f = (struct fake_mw *)m;
+
+	if (m->rkey != f->key || v.mw_refuse ||
+	    (m->type == IBV_MW_TYPE_2 && (f->bound || !bi->mr || !bi->length))) {
+		v.mw_refuse -= v.mw_refuse > 0;
+		v.mw_errs++;
+		return IBV_WC_MW_BIND_ERR;
+	}
+	f->key = (f->key & ~0xffu) | (rkey & 0xff);
+	f->bound = bi->mr && bi->length;
+	f->mr = f->bound ? bi->mr : NULL;
+	f->qp = f->bound && m->type == IBV_MW_TYPE_2 ? q : NULL;
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * An invalidate of @key (a LOCAL_INV on the device, or a peer's send with
+ * invalidate that arrived): a window's frees it, if the key is the one it
+ * has (rxe_invalidate_mw()); a key of no window's index is an MR's.
+ */
+static enum ibv_wc_status fake_mw_invalidate(uint32_t key)
+{
+	struct fake_mw *f = fake_mw_of_key(key);
+
+	if (!f)
+		return IBV_WC_SUCCESS;
+	if (f->mw.type != IBV_MW_TYPE_2 || f->key != key) {
+		v.mw_errs++;
+		return IBV_WC_MW_BIND_ERR;
+	}
+	if (!f->bound)
+		v.mw_oops++;
+	f->bound = false;
+	f->qp = NULL;
+	f->mr = NULL;
+	return IBV_WC_SUCCESS;
 }
 
 static struct ibv_xrcd *fake_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
@@ -238,13 +364,40 @@ static void fake_wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
 	x_call('r');
 }
 
+/* The vendor's QP of one of its qp_ex. */
+static struct ibv_qp *fake_qp_of(struct ibv_qp_ex *x)
+{
+	return &((struct verbs_qp *)((char *)x - offsetof(struct verbs_qp, qp_ex)))->qp;
+}
+
+/* A local operation of a wr_* batch executes at once (fake_post_send()'s rules). */
+static void fake_x_local(struct ibv_qp_ex *x, enum ibv_wr_opcode op, enum ibv_wc_status st)
+{
+	if (st != IBV_WC_SUCCESS)
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = x->wr_id, .status = st,
+						   .opcode = wc_opcode(op),
+						   .qp_num = fake_qp_of(x)->qp_num };
+}
+
 static void fake_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
+	fake_x_local(x, IBV_WR_LOCAL_INV, fake_mw_invalidate(rkey));
+	v.send.invalidate_rkey = rkey;
 	v.x_wr_id = x->wr_id;
 	if (v.xn < 16)
 		v.xo[v.xn++] = 'l';
 	x_call('l');
+}
+
+static void fake_wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+			    const struct ibv_mw_bind_info *bi)
+{
+	fake_x_local(x, IBV_WR_BIND_MW, fake_mw_bind(fake_qp_of(x), mw, rkey, bi));
+	v.x_wr_id = x->wr_id;
+	v.send.bind_mw.mw = mw;
+	v.send.bind_mw.rkey = rkey;
+	v.send.bind_mw.bind_info = *bi;
+	x_call('b');
 }
 
 static void fake_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
@@ -313,6 +466,7 @@ static struct ibv_qp *fake_qp(struct ibv_context *c, enum ibv_qp_type type, uint
 	vq->qp_ex.wr_send = fake_wr_send;
 	vq->qp_ex.wr_rdma_read = fake_wr_rdma_read;
 	vq->qp_ex.wr_local_inv = fake_wr_local_inv;
+	vq->qp_ex.wr_bind_mw = fake_wr_bind_mw;
 	vq->qp_ex.wr_set_xrc_srqn = fake_wr_set_xrc_srqn;
 	vq->qp_ex.wr_set_inline_data = fake_wr_set_inline_data;
 	vq->qp_ex.wr_set_sge_list = fake_wr_set_sge_list;
@@ -337,6 +491,7 @@ static struct ibv_qp *fake_create_qp_ex(struct ibv_context *c, struct ibv_qp_ini
 		errno = v.fail;
 		return NULL;
 	}
+	v.qps_made++;
 	v.qp_attr = *a;
 	a->cap.max_send_wr = a->qp_type == IBV_QPT_XRC_RECV ? 0 : 4;
 	a->cap.max_send_sge = a->cap.max_send_sge > 1 ? 4 : 1;
@@ -349,6 +504,20 @@ static struct ibv_qp *fake_open_qp(struct ibv_context *c, struct ibv_qp_open_att
 {
 	v.open_attr = *a;
 	return fake_qp(c, a->qp_type, a->qp_num);
+}
+
+static int fake_bind_mw(struct ibv_qp *q, struct ibv_mw *m, struct ibv_mw_bind *b)
+{
+	uint32_t next = (m->rkey & ~0xffu) | ((m->rkey + 1) & 0xff);
+	enum ibv_wc_status st = fake_mw_bind(q, m, next, &b->bind_info);
+
+	m->rkey = next;
+	v.mw_binds++;
+	v.mw_bound_to = b->bind_info.mr;
+	if (st != IBV_WC_SUCCESS || (b->send_flags & IBV_SEND_SIGNALED))
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = b->wr_id, .qp_num = q->qp_num,
+						   .status = st, .opcode = IBV_WC_BIND_MW };
+	return 0;
 }
 
 static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -365,8 +534,23 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 	if (wr->num_sge)
 		v.send_sge = wr->sg_list[0];
 	for (; wr; wr = wr->next) {
+		enum ibv_wc_status st = IBV_WC_SUCCESS;
+
 		v.order[v.norder++ % 16] = 's';
 		v.sends++;
+		if (q->state == IBV_QPS_ERR)	/* flushed */
+			st = IBV_WC_WR_FLUSH_ERR;
+		else if (wr->opcode == IBV_WR_BIND_MW)
+			st = fake_mw_bind(q, wr->bind_mw.mw, wr->bind_mw.rkey,
+					  &wr->bind_mw.bind_info);
+		else if (wr->opcode == IBV_WR_LOCAL_INV)
+			st = fake_mw_invalidate(wr->invalidate_rkey);
+		if (st != IBV_WC_SUCCESS) {	/* an error completes, signaled or not */
+			v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = wr->wr_id, .status = st,
+							   .opcode = wc_opcode(wr->opcode),
+							   .qp_num = q->qp_num };
+			continue;
+		}
 		if (!v.hold || !(wr->send_flags & IBV_SEND_SIGNALED) || v.nheld == 8)
 			continue;
 		v.held[v.nheld++] = (struct ibv_wc){ .wr_id = wr->wr_id, .status = v.hold_status,
@@ -442,8 +626,12 @@ static void vendor_init(void)
 	vendor.open_qp = fake_open_qp;
 	vendor.query_port = fake_query_port;
 	vendor.query_device_ex = fake_query_device_ex;
+	vendor.create_cq_ex = fake_create_cq_ex;
 	vendor.context.ops.post_srq_recv = fake_post_srq_recv;
 	vendor.context.ops.post_send = fake_post_send;
+	vendor.context.ops.alloc_mw = fake_alloc_mw;
+	vendor.context.ops.dealloc_mw = fake_dealloc_mw;
+	vendor.context.ops.bind_mw = fake_bind_mw;
 	vendor.context.ops.post_recv = fake_post_recv;
 	vendor.context.ops.poll_cq = fake_poll_cq;
 }
@@ -461,7 +649,10 @@ struct fake_channel {
 };
 
 struct fake_cq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx;	/* ibv_create_cq_ex()'s */
+	};
 	uint32_t reported;		/* under cq.mutex */
 };
 
@@ -503,6 +694,15 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 	pthread_mutex_init(&cq->mutex, NULL);
 	pthread_cond_init(&cq->cond, NULL);
 	return cq;
+}
+
+/* An extended CQ: ibv_poll_cq() works on it (fake_poll_cq()), as on rxe's. */
+static struct ibv_cq_ex *fake_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
+{
+	struct ibv_cq *cq = ibv_create_cq(c, (int)a->cqe, a->cq_context, a->channel,
+					  (int)a->comp_vector);
+
+	return &((struct fake_cq *)cq)->cqx;
 }
 
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
@@ -667,25 +867,36 @@ int ibv_query_srq(struct ibv_srq *s, struct ibv_srq_attr *a)
 	return 0;
 }
 
-/* Answers with what the last modify_qp set (the snapshot's queries too). */
+/*
+ * Answers with what the last modify_qp set (the snapshot's queries too),
+ * in the state of the QP asked about (which a test sets to play the
+ * vendor's moves).
+ */
 int ibv_query_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *i)
 {
-	(void)q;
 	(void)mask;
 	if (v.query_fail) {
 		errno = v.query_fail;
 		return v.query_fail;
 	}
 	*a = v.qp_attr_set;
+	a->qp_state = q->state;
 	memset(i, 0, sizeof(*i));
 	return 0;
 }
 
+/* The QP's state follows; RTS only from RTR (or RTS, SQD), as the kernel has it. */
 int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *a, int mask)
 {
-	(void)q;
-	(void)mask;
 	v.qp_attr_set = *a;
+	if (!(mask & IBV_QP_STATE))
+		return 0;
+	if (a->qp_state == IBV_QPS_RTS && q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS &&
+	    q->state != IBV_QPS_SQD) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	q->state = a->qp_state;
 	return 0;
 }
 
@@ -773,6 +984,24 @@ int ibv_destroy_srq(struct ibv_srq *s)
 	return 0;
 }
 
+/* The vendor's PDs (libibverbs would call its alloc_pd op). */
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+{
+	struct ibv_pd *p = fake_alloc(sizeof(*p));
+
+	p->context = c;
+	p->handle = 2;
+	return p;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *p)
+{
+	CHECK(p->context == &vendor.context);
+	free(p);
+	v.destroyed++;
+	return 0;
+}
+
 /* The vendor's memory registration (libibverbs would call its reg_mr op). */
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *p, void *addr, size_t len, uint64_t iova,
 				unsigned int access)
@@ -797,17 +1026,33 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *p, void *addr, size_t len, uint64
 	return m;
 }
 
+/* Does a window of the vendor's hold @mr (bound to it) or @qp (a type 2 one bound through it)? */
+static bool fake_mw_holds(const struct ibv_mr *mr, const struct ibv_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (v.mws[i] && v.mws[i]->bound &&
+		    ((mr && v.mws[i]->mr == mr) || (qp && v.mws[i]->qp == qp)))
+			return true;
+	return false;
+}
+
+/* rxe refuses an MR a window is bound to (IBA 10.6.7.2.6): counted, freed all the same. */
 int ibv_dereg_mr(struct ibv_mr *m)
 {
 	CHECK(m->context == &vendor.context);
+	v.mw_held += fake_mw_holds(m, NULL);
 	free(m);
 	v.destroyed++;
 	return 0;
 }
 
+/* rxe's type 2 window holds its QP (the destroy waits): counted, freed all the same. */
 int ibv_destroy_qp(struct ibv_qp *q)
 {
 	CHECK(q->context == &vendor.context);
+	v.mw_held += fake_mw_holds(NULL, q);
 	free(q);
 	v.destroyed++;
 	if (v.destroyed_qp)
@@ -2012,11 +2257,16 @@ static void new_objects_avoid_virtual_ids(void)
 		{ .kind = IBCKPT_ID_QPN, .vdev = 0xd, .vid = 0x70, .real = 0x70 },
 		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x71, .real = 0x98 },
 		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
+		{ .kind = IBCKPT_ID_MW, .vdev = 0xd, .vid = 0x8000105, .real = 0x9000230 },
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x80006c1, .real = 0x301 },
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x80007c1, .real = 0x80007c1 },
 	};
 	static char buf[64];
-	uint32_t gen;
+	uint32_t gen, wgen;
 	struct ibv_qp *qp, *qp2;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr, *mr2;
+	struct ibv_mw *mw, *mw2;
+	static int own_mw;
 	struct ibv_cq *cq;
 	int own, i;
 
@@ -2032,9 +2282,11 @@ static void new_objects_avoid_virtual_ids(void)
 	CHECK(ctx->ident != NULL);
 	ctx->ident->vdev = 0xd;
 	ibckpt_ctx_set_remapped(ctx);
-	CHECK_EQ(ibckpt_remap_set(job, 4), 0);
+	CHECK_EQ(ibckpt_remap_set(job, 7), 0);
 	/* the context's own restored QP is virtual 0x68 (real 0x90) */
 	CHECK_EQ(ibckpt_vidmap_insert(&ctx->qpns, 0x68, 0x90, &own, &gen), 0);
+	/* ... and its own restored window has index 0x80004 */
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->mw_virt, 0x80004, 0x91111, &own_mw, &wgen), 0);
 
 	memset(v.ids, 0, sizeof(v.ids));
 	v.ids[0] = 0x66;	/* the job's, on this device */
@@ -2063,6 +2315,49 @@ static void new_objects_avoid_virtual_ids(void)
 	CHECK_EQ(mr->rkey, 0x501);
 	CHECK_EQ(v.destroyed, 1);
 
+	/* a window, or an MR, whose index a window of the job holds (0x80001: the job's) */
+	v.ids[0] = 0x80001aa;
+	v.ids[1] = 0x8000233;
+	v.ids[2] = 0x80001bb;
+	v.ids[3] = 0x80003cc;
+	v.nids = 4;
+	v.next_id = 0;
+	v.destroyed = 0;
+	mw = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mw != NULL);
+	CHECK_EQ(mw->rkey, 0x8000233);
+	CHECK_EQ(v.destroyed, 1);
+	mr2 = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr2 != NULL);
+	CHECK_EQ(mr2->rkey, 0x80003cc);
+	CHECK_EQ(v.destroyed, 2);
+	/* ... or one of the context's own windows does */
+	v.ids[0] = 0x80004ff;
+	v.ids[1] = 0x8000555;
+	v.nids = 2;
+	v.next_id = 0;
+	mw2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mw2 != NULL);
+	CHECK_EQ(mw2->rkey, 0x8000555);
+	CHECK_EQ(ibckpt_dealloc_mw(mw2), 0);
+	/*
+	 * ... or an MR key of the job that stands for another (0x80006c1):
+	 * binds could give the window the MR's key byte, which peers translate
+	 * to the MR (review M5); not one standing for itself (0x80007c1)
+	 */
+	v.ids[0] = 0x80006b0;
+	v.ids[1] = 0x80007b0;
+	v.nids = 2;
+	v.next_id = 0;
+	v.destroyed = 0;
+	mw2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mw2 != NULL);
+	CHECK_EQ(mw2->rkey, 0x80007b0);
+	CHECK_EQ(v.destroyed, 1);
+	CHECK_EQ(ibckpt_dealloc_mw(mw2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(mw), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr2)->vmr), 0);
+
 	/* a vendor that hands out nothing else: refused, nothing kept */
 	for (i = 0; i <= IBCKPT_ID_TRIES; i++)
 		v.ids[i] = 0x66;
@@ -2079,6 +2374,7 @@ static void new_objects_avoid_virtual_ids(void)
 
 	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_vidmap_remove(&ctx->qpns, 0x68, gen), 0);
+	CHECK_EQ(ibckpt_vidmap_remove(&ctx->mw_virt, 0x80004, wgen), 0);
 	CHECK_EQ(ibckpt_destroy_qp(qp), 0);
 	CHECK_EQ(ibckpt_destroy_qp(qp2), 0);
 	app_destroy_cq(cq);
@@ -3218,7 +3514,7 @@ static void internal_request_kept_from_the_application(void)
 	CHECK_EQ(qp->sq.psn_sum, (sum + 1) & IBCKPT_PSN_MASK);	/* a zero-length READ: one */
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* the WRITE retired with it */
 	CHECK_EQ(ibckpt_wrlog_live(&qp->rq), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK(!ibckpt_qp_internal_pending(qp));
 	CHECK_EQ(qp->sq.unmatched, 0);
 	/* the application gets its receive, and only that */
@@ -3268,7 +3564,7 @@ static void internal_request_late(void)
 	CHECK_EQ(wc[1].wr_id, internal_wr_id(q));
 	CHECK_EQ(wc[1].opcode, IBV_WC_SEND);
 	CHECK(!ibckpt_qp_internal_pending(qp));
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);
 	CHECK_EQ(qp->sq.unmatched, 0);
 	/* and the next one is taken */
@@ -3281,12 +3577,14 @@ static void internal_request_late(void)
 	 */
 	v.hold_polls = -1;
 	CHECK_EQ(ibckpt_qp_internal_post(qp, &w), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), IBCKPT_CQ_INTERNAL);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK(to_icq(cq)->orphans != NULL);
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
 	app_destroy_cq(cq);
 	app_fini();
 }
@@ -3396,7 +3694,7 @@ static void fence_behind_reads_and_atomics(void)
 	CHECK_EQ(ibckpt_wrlog_live(&qp->sq), 0);	/* all retired by it */
 	CHECK_EQ((qp->psn_base + qp->sq.psn_sum) & IBCKPT_PSN_MASK, 0x104);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	destroyed = v.destroyed;
 	app_post(q, IBV_WR_ATOMIC_CMP_AND_SWP, 4, 0);
@@ -3654,22 +3952,22 @@ static void internal_request_orphaned(void)
 	vendor_delivers();
 	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	/* reset before it completed: it never does; the application's go on */
 	CHECK(rts_qp_again(q));
 	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
 	v.nheld = 0;
 	CHECK_EQ(ibckpt_modify_qp(q, &reset, IBV_QP_STATE), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK(rts_qp_again(q));
 	app_post(q, IBV_WR_SEND, 7, IBV_SEND_SIGNALED);
 	vendor_delivers();
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 7);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 1);
+	CHECK_EQ(to_icq(cq)->internal, 1);
 	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &moved), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 
 	/* destroyed, its completion in the CQ: the next QP's polls never see it */
 	CHECK_EQ(ibckpt_qp_post_internal(qp, &w, 20), ETIMEDOUT);
@@ -3680,7 +3978,7 @@ static void internal_request_orphaned(void)
 	vendor_delivers();
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 8);
-	CHECK_EQ(atomic_load(&to_icq(cq)->internal), 0);
+	CHECK_EQ(to_icq(cq)->internal, 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
@@ -4009,11 +4307,11 @@ static void lasting_refusals_are_not_ebusy(void)
 	CHECK_EQ(prepare(), EOPNOTSUPP);
 	CHECK(strstr(ibckpt_restart_msg(), "cannot say its next PSN") != NULL);
 	v.query_fail = 0;
-	v.qp_attr_set.qp_state = IBV_QPS_SQD;
+	to_iqp(q)->real->state = IBV_QPS_SQD;
 	ibckpt_restart_err_clear();
 	CHECK_EQ(prepare(), EOPNOTSUPP);
 	CHECK(strstr(ibckpt_restart_msg(), "outstanding in state 4 (not RTS)") != NULL);
-	v.qp_attr_set.qp_state = IBV_QPS_RTS;
+	to_iqp(q)->real->state = IBV_QPS_RTS;
 	v.reg_fail = EFAULT;
 	ibckpt_restart_err_clear();
 	CHECK_EQ(prepare(), EFAULT);
@@ -4056,6 +4354,1092 @@ static void no_fence_asked(void)
 	CHECK_EQ(prepare(), 0);
 	CHECK_EQ(v.sends, 2);
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+
+/* ---- memory windows (restart.rst, "Memory windows") ---- */
+
+static struct ibv_cq *app_cq_last;	/* a CQ for the vendor's hooks to poll */
+
+static struct ibv_send_wr bind_wr(struct ibv_mw *mw, struct ibv_mr *mr, uint32_t rkey, void *addr)
+{
+	return (struct ibv_send_wr){
+		.wr_id = 1, .opcode = IBV_WR_BIND_MW,
+		.bind_mw = { .mw = mw, .rkey = rkey,
+			     .bind_info = { .mr = mr, .addr = (uintptr_t)addr, .length = 64,
+					    .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } },
+	};
+}
+
+static int post1(struct ibv_qp *q, struct ibv_send_wr wr)
+{
+	struct ibv_send_wr *bad;
+
+	return ibckpt_post_send(q, &wr, &bad);
+}
+
+/* A peer's send that invalidated @rkey, as the vendor reports it (rxe's flag, 1 << 2). */
+static void peer_invalidates(uint32_t rkey, unsigned int flags)
+{
+	struct fake_mw *f = fake_mw_of_key(rkey);
+
+	if (!(flags & IBV_WC_WITH_IMM) && f && f->key == rkey)	/* the device's window is free */
+		fake_mw_invalidate(rkey);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .wc_flags = flags, .invalidated_rkey = rkey };
+}
+
+/*
+ * A window's state is its last bind or invalidate: binds posted (type 2)
+ * or through ibv_bind_mw() (type 1), a local invalidate (which leaves the
+ * one-request path for it), a peer's send with invalidate seen at the poll
+ * (by IBV_WC_WITH_INV or rxe's bit, the key checked; one with immediate
+ * data is not); a bind that fails makes it unknown, and the release then
+ * refuses the process.
+ */
+static void windows_follow_binds_and_invalidations(void)
+{
+	static char buf[256];
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq, *cq2;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	app_post_recv(q, 20);
+	app_post_recv(q, 21);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(mr != NULL);
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(w2 != NULL);
+	/* a peer can invalidate it: polls look, on every CQ of the context */
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), IBCKPT_CQ_WINDOWS);
+	cq2 = app_cq(NULL, NULL);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), IBCKPT_CQ_WINDOWS);
+	CHECK_EQ(w2->rkey, 0x80001a0);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK(v.send.bind_mw.mw == to_imw(w2)->real);
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x80001a1);
+	CHECK_EQ(to_imw(w2)->real->rkey, 0x80001a0);	/* named by the key it had */
+	CHECK_EQ(((struct fake_mw *)to_imw(w2)->real)->key, 0x80001a1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	CHECK(to_imw(w2)->qp == to_iqp(q));
+	w2->rkey = 0x80001a1;				/* as the application does */
+
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 2, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = 0x80001a1 }), 0);
+	CHECK_EQ(v.send.opcode, IBV_WR_LOCAL_INV);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK(to_imw(w2)->qp == NULL);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a2, buf)), 0);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	w2->rkey = 0x80001a2;
+	/*
+	 * A vendor other than rxe: IBV_WC_IP_CSUM_OK is a checksum's (mlx5 sets
+	 * it on UD and raw packet receives), invalidated_rkey not written
+	 */
+	ctx->wc_inv = ibckpt_mw_wc_inv("mlx5");
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .opcode = IBV_WC_RECV, .qp_num = 0x66,
+					   .wc_flags = IBV_WC_IP_CSUM_OK,
+					   .invalidated_rkey = 0x80001a2 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	ctx->wc_inv = ibckpt_mw_wc_inv("rxe");		/* Debian's rxe: bit 2 is the invalidation */
+	peer_invalidates(0x80001a2, IBV_WC_GRH | IBV_WC_IP_CSUM_OK);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);
+
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a3, buf)), 0);
+	w2->rkey = 0x80001a3;
+	peer_invalidates(0x80001a3, IBV_WC_WITH_IMM);	/* immediate data, not a key */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+	peer_invalidates(0x80001a7, IBV_WC_WITH_INV);	/* a key it does not have */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->bind.mr == mr);
+
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(w1 != NULL);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + 64,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK(v.mw_bound_to == to_imr(mr)->real);
+	CHECK_EQ(w1->rkey, 0x80002b1);		/* the vendor's next key */
+	CHECK_EQ(to_imw(w1)->vrkey, 0x80002b1);
+	CHECK(to_imw(w1)->bind.mr == mr);
+	CHECK(to_imw(w1)->qp == NULL);		/* a type 1 window answers any QP */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 3);
+
+	/* a bind that fails (the window is bound): whether it took effect is not known */
+	CHECK_EQ(v.mw_errs, 0);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a4, buf)), 0);
+	CHECK_EQ(v.mw_errs, 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK(to_imw(w2)->unsure);
+	CHECK(!to_imw(w1)->unsure);
+	ctx_list(true);
+	ibckpt_quiesced = true;
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "state is not known") != NULL);
+	ibckpt_quiesced = false;
+	ctx_list(false);
+
+	/* not for ever: a later invalidate that completes makes it known again */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(v.mw_errs, 1);
+	CHECK(!to_imw(w2)->unsure);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
+	/* ... so does a bind, and a peer's invalidation of its key */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);
+	CHECK(!to_imw(w2)->unsure);
+	/* a local invalidate of a key it had before fails */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey - 1 }), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK(to_imw(w2)->unsure);
+	peer_invalidates(w2->rkey, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(!to_imw(w2)->unsure);
+	CHECK(to_imw(w2)->bind.mr == NULL);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), IBCKPT_CQ_WINDOWS);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	/* the last type 2 window gone: polls retire as before */
+	CHECK_EQ(atomic_load(&to_icq(cq)->slow), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq2)->slow), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq2);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A bind that fails leaves the device's key where it was; the application
+ * keeps its ibv_mw.rkey (type 2), or undoes what the vendor moved at the
+ * post (type 1, rxe's "user has to undo this"), and its next bind names
+ * the window by that key, through ibckpt as without: it succeeds (rxe
+ * refuses a bind naming another key than the device's).
+ */
+static void failed_bind_leaves_the_window_key(void)
+{
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	v.mw_errs = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mr && w1 && w2);
+
+	/* type 2: bound; a second bind fails (not free); invalidated; bound again */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);			/* 0x80001a1 */
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.mw_errs, 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 2, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.mw_errs, 1);					/* the vendor took it */
+	CHECK_EQ(v.send.bind_mw.mw->rkey, 0x80001a1);
+	CHECK_EQ(((struct fake_mw *)to_imw(w2)->real)->key, 0x80001a2);
+	CHECK_EQ(to_imw(w2)->vrkey, 0x80001a2);
+
+	/* type 1 through ibv_bind_mw(): one that fails is undone by the application */
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w1->rkey, 0x80002b1);
+	v.mw_refuse = 1;
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(w1->rkey, 0x80002b2);				/* moved at the post, as rxe's */
+	CHECK_EQ(((struct fake_mw *)to_imw(w1)->real)->key, 0x80002b1);
+	w1->rkey = 0x80002b1;					/* undone */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w1->rkey, 0x80002b2);
+	CHECK_EQ(((struct fake_mw *)to_imw(w1)->real)->key, 0x80002b2);
+	CHECK_EQ(v.mw_errs, 2);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A log entry outlives its window: an unsignaled bind stays logged until a
+ * later completion retires it. The window deallocated, a failed send with
+ * the bind's wr_id (whose range starts at the bind) must not reach the
+ * freed shadow (ASan: heap-use-after-free); a live window is still found,
+ * even by a bind that named another index than its own (the vendor takes
+ * the key byte alone).
+ */
+static void failed_send_after_a_window_is_gone(void)
+{
+	static char buf[64];
+	struct ibv_send_wr wr;
+	struct ibv_mw *w, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w && w2);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);	/* wr_id 1, unsignaled */
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	app_post(q, IBV_WR_SEND, 1, IBV_SEND_SIGNALED);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_RETRY_EXC_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+
+	/* a bind naming index 0x12345 for the window at 0x80002, flushed */
+	wr = bind_wr(w2, mr, 0x12345b1, buf);
+	wr.wr_id = 7;
+	CHECK_EQ(post1(q, wr), 0);
+	CHECK_EQ(to_imw(w2)->vrkey, 0x80002b1);
+	CHECK(!to_imw(w2)->unsure);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w2)->unsure);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A failed completion names its request by wr_id alone, and several live
+ * requests may carry it: every bind and invalidate from the oldest of them
+ * on may be the one that failed, or flushed behind it. (1) An unsignaled
+ * SEND with wr_id 1 completed (silently), then a type 1 bind with wr_id 1
+ * fails: its window's state is unknown, though the oldest live request with
+ * that wr_id is the SEND. (2) The other way round, a bind with wr_id 1 that
+ * completed and a SEND with it that fails: the window is marked too (which
+ * one failed cannot be told), and its next bind makes it known again. (3) A
+ * LOCAL_INV behind a failed request is flushed: marked by the failure
+ * already, with its own wr_id.
+ */
+static void failed_completion_with_a_shared_wr_id(void)
+{
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 1 };
+	struct ibv_mw *w1, *w2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.nids = 3;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	CHECK(mr && w1 && w2);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf, .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	/* (1) */
+	app_post(q, IBV_WR_SEND, 1, 0);
+	v.mw_refuse = 1;
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK(to_imw(w1)->unsure);
+	CHECK(to_imw(w1)->bind.mr == mr);		/* as posted, but not known */
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w1)), EOPNOTSUPP);
+
+	/* (2): the QP again (reset: the log forgets its requests) */
+	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET },
+				  IBV_QP_STATE), 0);
+	ibckpt_destroy_qp(q);
+	q = rts_qp(cq);
+	w1->rkey = 0x80002b0;				/* its failed bind undone */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);		/* unsignaled: no completion */
+	CHECK(!to_imw(w1)->unsure);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);	/* wr_id 1 */
+	w2->rkey = ibv_inc_rkey(w2->rkey);
+	app_post(q, IBV_WR_SEND, 1, IBV_SEND_SIGNALED);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_REM_ACCESS_ERR,
+					   .qp_num = 0x66 };
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	/* (3): a LOCAL_INV posted meanwhile is flushed: known unknown at once */
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK(!to_imw(w1)->unsure);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK(!to_imw(w2)->unsure);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the SEND's flush */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	CHECK_EQ(to_iqp(q)->mw_marked, to_iqp(q)->sq.tail);	/* not looked at again */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the bind's */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 6, .status = IBV_WC_WR_FLUSH_ERR,
+					   .qp_num = 0x66 };	/* the LOCAL_INV's */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 0);
+	CHECK(to_imw(w1)->unsure && to_imw(w2)->unsure);
+	/* ... until each is bound or invalidated again */
+	CHECK_EQ(ibckpt_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET },
+				  IBV_QP_STATE), 0);
+	ibckpt_destroy_qp(q);
+	q = rts_qp(cq);
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK(!to_imw(w1)->unsure && !to_imw(w2)->unsure);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w1)), 0);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w2)), 0);
+
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A poller on another thread, between the vendor's free of a window and the
+ * rest of ibckpt_dealloc_mw(): a peer's invalidation of its key, seen.
+ */
+static void poller_meets_freed_window(uint32_t key)
+{
+	struct ibv_wc wc = { .opcode = IBV_WC_RECV, .wc_flags = IBV_WC_WITH_INV,
+			     .invalidated_rkey = key };
+
+	ibckpt_spin_lock(&to_icq(app_cq_last)->lock);
+	ibckpt_mw_wc(ctx, &wc);
+	ibckpt_spin_unlock(&to_icq(app_cq_last)->lock);
+	CHECK_EQ(wc.invalidated_rkey, key);		/* no window of ours now */
+}
+
+/*
+ * A window leaves the tables before the vendor frees it (review M4: a poller
+ * found it there and read the freed vendor window, ASan's
+ * heap-use-after-free); and comes back to them when the vendor keeps it.
+ */
+static void dealloc_races_a_poller(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq_last = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.nids = 2;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+
+	/* the vendor keeps it: still ours, its keys translated */
+	v.mw_busy = EBUSY;
+	CHECK_EQ(ibckpt_dealloc_mw(w), EBUSY);
+	peer_invalidates(0x80001a1, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK(to_imw(w)->bind.mr == NULL);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+
+	v.mw_freed = poller_meets_freed_window;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	v.mw_freed = NULL;
+
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_cq_last = NULL;
+	app_fini();
+}
+
+/*
+ * Windows released and re-created: a type 2 window keeps its key byte on
+ * its new index and is bound again through its own QP with an internal
+ * request (an application's completion met on the way is kept for it); a
+ * type 1 window is bound again through a private QP, its key byte the
+ * vendor's, its offset carried. Afterwards the application's binds,
+ * invalidates and completions speak the keys it knows, and a peer's
+ * window is reached by index.
+ */
+static void windows_come_back_after_a_release(void)
+{
+	uint32_t gen;
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_MW, .vdev = 0xe, .vid = 0x70001f0, .real = 0x7100230 },
+	};
+	static char buf[256];
+	struct ibv_mw *w1, *w2, *w3;
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibckpt_mw *m1, *m2;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = 0 };
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	struct ibv_wc wc;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	app_post_recv(q, 20);
+	app_post_recv(q, 21);
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80002b0;
+	v.ids[3] = 0x80003c0;
+	v.nids = 4;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	w3 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w1 && w2 && w3);
+	m1 = to_imw(w1);
+	m2 = to_imw(w2);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, 0x80001a1, buf)), 0);
+	w2->rkey = 0x80001a1;
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + 64,
+						 .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(ibckpt_mw_release_check(m2), 0);
+	CHECK_EQ(ibckpt_mw_release_check(m1), 0);
+
+	v.destroyed = 0;
+	ibckpt_mw_release(m2);
+	ibckpt_mw_release(m1);
+	ibckpt_mw_release(to_imw(w3));
+	CHECK_EQ(v.destroyed, 3);
+	CHECK(m1->bind.mr == mr && m2->bind.mr == mr);	/* the binds stay in the shadows */
+
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	v.ids[0] = 0x9000666;
+	v.ids[1] = 0x9000555;
+	v.ids[2] = 0x9000777;
+	v.nids = 3;
+	v.next_id = 0;
+	CHECK_EQ(ibckpt_mw_recreate(m2), 0);
+	CHECK_EQ(ibckpt_mw_recreate(m1), 0);
+	CHECK_EQ(ibckpt_mw_recreate(to_imw(w3)), 0);
+	CHECK_EQ(m2->key_off, 0);
+	v.mw_binds = 0;
+	CHECK_EQ(ibckpt_mw_bind_type1(ctx), 0);
+	CHECK_EQ(v.mw_binds, 1);			/* w1 only: bound, type 1 */
+	CHECK_EQ(m1->real->rkey, 0x9000556);
+	CHECK_EQ(m1->key_off, (uint8_t)(0x56 - 0xb1));
+	CHECK_EQ(w1->rkey, 0x80002b1);			/* the application's keys stay */
+	CHECK_EQ(w2->rkey, 0x80001a1);
+
+	/* type 2 through its QP; an application's completion on the way stays its own */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 20, .opcode = IBV_WC_RECV, .qp_num = 0x66 };
+	v.hold = true;					/* its completion at the next poll */
+	v.hold_polls = 0;
+	to_iqp(q)->rel.state = IBV_QPS_RTS;		/* as the release found it */
+	CHECK_EQ(ibckpt_mw_rebind(m2), 0);
+	v.hold = false;
+	CHECK(q->state == IBV_QPS_RTS && to_iqp(q)->rel.at_rts);
+	CHECK(v.send.bind_mw.mw == m2->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90006a1);	/* the key byte peers know */
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK_EQ(m2->real->rkey, 0x90006a1);
+	CHECK_EQ(ibckpt_mw_rebind(to_imw(w3)), 0);	/* unbound: nothing to do */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 20);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 0);	/* the internal one is not the application's */
+	to_iqp(q)->rel.at_rts = false;
+
+	/* restarted: the application's keys are translated */
+	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = 0x80001a1 }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x90006a1);
+	CHECK(m2->bind.mr == NULL);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf)), 0);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90006a2);
+	CHECK(v.send.bind_mw.mw == m2->real);
+	w2->rkey = 0x80001a2;
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);	/* the vendor's next, seen as ours */
+	CHECK_EQ(((struct fake_mw *)m1->real)->key, 0x9000557);
+	CHECK_EQ(w1->rkey, 0x80002b2);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(v.mw_errs, 0);
+	peer_invalidates(0x90006a2, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);	/* the key the application knows */
+	CHECK(m2->bind.mr == NULL);
+
+	/* a key both an MR's whole and a window's by index: the MR's, as peers see it */
+	CHECK_EQ(ibckpt_vidmap_insert(&ctx->mw_virt, 0x3, 0x3, m1, &gen), 0);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 8, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = mr->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, mr->rkey);
+	CHECK_EQ(ibckpt_vidmap_remove(&ctx->mw_virt, 0x3, gen), 0);
+
+	/* a peer's window, by its index, whatever key byte its binds gave it */
+	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
+	to_iqp(q)->rel.peer_vdev = 0xe;
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_RDMA_WRITE,
+						 .sg_list = &sge, .num_sge = 1,
+						 .wr = { .rdma = { .remote_addr = 8,
+								   .rkey = 0x70001f3 } } }), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x7100233);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_SEND_WITH_INV,
+						 .sg_list = &sge, .num_sge = 1,
+						 .invalidate_rkey = 0x70001f4 }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x7100234);
+
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w3), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* An RC QP of the application on cq connected to QP @dest of the device at LID 5, at RTS. */
+static struct ibv_qp *connected_qp(struct ibv_cq *cq, uint32_t dest)
+{
+	struct ibv_qp *q = send_qp(cq, IBV_QPT_RC, 0);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND };
+
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = dest, .rq_psn = 0x200,
+				  .ah_attr = { .dlid = 5, .port_num = 1 } };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_AV), 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x100, .timeout = 14 };
+	CHECK_EQ(ibckpt_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), 0);
+	return q;
+}
+
+/* The vendor's window behind a shadow, as the fake device keeps it. */
+static struct fake_mw *dev_mw(struct ibv_mw *w)
+{
+	return (struct fake_mw *)to_imw(w)->real;
+}
+
+/*
+ * A checkpoint of the process's objects, on the fake vendor whose device is
+ * not closed: restart.c's release of the objects, their re-creation, REMAP
+ * (the peer QPs 0x77 and 0x79 on device 0xe at LID 5 are 0x78 and 0x7a
+ * now) and GO. @abort: the first REMAP is undone (as an ABORT does) and the
+ * reacquire starts over. @ids: the vendor's QPNs and keys for the objects
+ * in the order they are re-created.
+ */
+static void checkpoint_objects(const uint32_t *ids, int nids, bool abort)
+{
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_LID, .vdev = 0xe, .vid = 5, .real = 5 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x77, .real = 0x78 },
+		{ .kind = IBCKPT_ID_QPN, .vdev = 0xe, .vid = 0x79, .real = 0x7a },
+	};
+	int round;
+
+	ibckpt_quiesced = true;
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), 0);
+	if (ibckpt_restart_msg()[0])
+		fprintf(stderr, "  release: %s\n", ibckpt_restart_msg());
+	v.mw_held = 0;
+	ibckpt_ctx_release_objects(ctx, false);
+	CHECK_EQ(v.mw_held, 0);		/* no MR nor QP went with a window on it */
+	ibckpt_released = true;
+	for (round = abort ? 0 : 1; round < 2; round++) {
+		memcpy(v.ids, ids, (size_t)nids * sizeof(*ids));
+		v.nids = nids;
+		v.next_id = 0;
+		CHECK_EQ(ibckpt_ctx_recreate_objects(ctx), 0);
+		v.hold = true;			/* the rebinds complete at the next poll */
+		v.hold_polls = 0;
+		CHECK_EQ(ibckpt_remap(job, 3), 0);
+		v.hold = false;
+		if (!round) {			/* ABORT: released as before */
+			v.mw_held = 0;
+			ibckpt_ctx_release_objects(ctx, true);
+			CHECK_EQ(v.mw_held, 0);
+		}
+	}
+	CHECK_EQ(ibckpt_go(), 0);
+	CHECK(!ibckpt_released);
+	ibckpt_quiesced = false;
+}
+
+/*
+ * Windows through restart.c's release, reacquire, REMAP and GO, twice, the
+ * second time with the first REMAP aborted. The windows go before the MRs
+ * they are bound to and the QPs that bound them; a type 1 window is bound
+ * again at the re-creation (private QP), a type 2 window at REMAP through
+ * its own QP; one whose QP failed after its bind is bound to it again and
+ * the QP put back in the error state. Afterwards: a LOCAL_INV of that one
+ * through another QP (which 6.1's rxe would oops on for a free window), a
+ * type 1 bind posted with IBV_WR_BIND_MW, a type 2 one, a peer's
+ * invalidation, a window made after the restart.
+ */
+static void windows_through_a_restart(void)
+{
+	/* in creation order: windows (first: their MR and QPs come after), QPs, MR */
+	static const uint32_t ids1[] = { 0x90002e0, 0x90001d0, 0x90003f0, 0x86, 0x87, 0x400,
+					 0x88 };
+	static const uint32_t ids2[] = { 0xa0002e0, 0xa0001d0, 0xa0003f0, 0x96, 0x97, 0x500,
+					 0xa0004f0, 0x98 };
+	static struct ibv_device dev = { .name = "fake0" };
+	static char buf[256];
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *w1, *w2, *w3, *w4;
+	struct ibv_send_wr wr;
+	struct ibv_qp *q, *q2;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+
+	app_init();
+	ctx->vctx.context.device = &dev;
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	ctx_list(true);
+	cq = app_cq(NULL, NULL);
+	v.ids[0] = 0x80002b0;
+	v.ids[1] = 0x80001a0;
+	v.ids[2] = 0x80003c0;
+	v.ids[3] = 0x66;
+	v.ids[4] = 0x67;
+	v.ids[5] = 0x300;
+	v.nids = 6;
+	w1 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_1);
+	w2 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	w3 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	q = connected_qp(cq, 0x77);
+	q2 = connected_qp(cq, 0x79);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(mr && w1 && w2 && w3);
+	b.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf, .length = 64,
+						 .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK_EQ(ibckpt_bind_mw(q, w1, &b), 0);			/* 0x80002b1 */
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a1 */
+	CHECK_EQ(post1(q2, bind_wr(w3, mr, ibv_inc_rkey(w3->rkey), buf + 128)), 0);
+	w3->rkey = ibv_inc_rkey(w3->rkey);				/* 0x80003c1 */
+	to_iqp(q2)->real->state = IBV_QPS_ERR;			/* its peer went */
+	CHECK_EQ(v.mw_errs, 0);
+
+	checkpoint_objects(ids1, 7, false);
+	CHECK(dev_mw(w1)->bound && dev_mw(w1)->mr == to_imr(mr)->real);
+	CHECK(dev_mw(w2)->bound && dev_mw(w2)->qp == to_iqp(q)->real);
+	CHECK(dev_mw(w3)->bound && dev_mw(w3)->qp == to_iqp(q2)->real);
+	CHECK_EQ(dev_mw(w2)->key, 0x90001a1);		/* the key byte peers know */
+	CHECK_EQ(dev_mw(w3)->key, 0x90003c1);
+	CHECK_EQ(dev_mw(w1)->key, 0x90002e1);		/* the vendor's next byte */
+	CHECK_EQ(to_iqp(q)->real->state, IBV_QPS_RTS);
+	CHECK_EQ(to_iqp(q2)->real->state, IBV_QPS_ERR);	/* failed again */
+	CHECK_EQ(v.mw_errs, 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 0);	/* the rebinds were not the application's */
+
+	/* the window of the failed QP is valid: invalidated through the other one */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w3->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0x90003c1);
+	CHECK_EQ(v.mw_oops, 0);
+	CHECK(!dev_mw(w3)->bound && !to_imw(w3)->bind.mr);
+	/* a type 1 bind posted, its key byte the application's plus the offset */
+	wr = bind_wr(w1, mr, 0x80002c5, buf);
+	CHECK_EQ(post1(q, wr), 0);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90002f5);
+	CHECK_EQ(dev_mw(w1)->key, 0x90002f5);
+	w1->rkey = 0x80002c5;
+	/* type 2: invalidated, bound again; a peer's invalidation seen */
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 5, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w2->rkey }), 0);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a2 */
+	CHECK_EQ(dev_mw(w2)->key, 0x90001a2);
+	peer_invalidates(0x90001a2, IBV_WC_WITH_INV);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.invalidated_rkey, 0x80001a2);
+	CHECK(!to_imw(w2)->bind.mr && !dev_mw(w2)->bound);
+	CHECK_EQ(post1(q, bind_wr(w2, mr, ibv_inc_rkey(w2->rkey), buf + 64)), 0);
+	w2->rkey = ibv_inc_rkey(w2->rkey);				/* 0x80001a3 */
+	/* a window made now keeps the vendor's key */
+	v.ids[0] = 0x90005a0;
+	v.nids = 1;
+	v.next_id = 0;
+	w4 = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(w4 != NULL);
+	CHECK_EQ(w4->rkey, 0x90005a0);
+	CHECK_EQ(post1(q, bind_wr(w4, mr, ibv_inc_rkey(w4->rkey), buf + 192)), 0);
+	w4->rkey = ibv_inc_rkey(w4->rkey);
+	CHECK_EQ(v.mw_errs, 0);
+
+	/* a second checkpoint, its first REMAP aborted: the same keys on new indexes */
+	all_sent(q);
+	checkpoint_objects(ids2, 8, true);
+	CHECK_EQ(v.mw_errs, 0);
+	CHECK_EQ(dev_mw(w1)->key >> 8, 0xa0002);
+	CHECK(dev_mw(w1)->bound);
+	CHECK(dev_mw(w2)->bound && dev_mw(w2)->qp == to_iqp(q)->real);
+	CHECK_EQ(dev_mw(w2)->key, 0xa0001a3);
+	CHECK(!dev_mw(w3)->bound);
+	CHECK(dev_mw(w4)->bound && dev_mw(w4)->qp == to_iqp(q)->real);
+	CHECK_EQ(dev_mw(w4)->key, 0xa0004a1);
+	CHECK_EQ(w1->rkey, 0x80002c5);			/* the application's keys stay */
+	CHECK_EQ(w4->rkey, 0x90005a1);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 6, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w4->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0xa0004a1);
+	CHECK_EQ(v.mw_oops, 0);
+	/* w3, free at the release: its vendor's byte kept (0xf0), bound by its key */
+	CHECK_EQ(post1(q, bind_wr(w3, mr, ibv_inc_rkey(w3->rkey), buf + 128)), 0);
+	CHECK_EQ(dev_mw(w3)->key, 0xa0003f1);
+	w3->rkey = ibv_inc_rkey(w3->rkey);
+	CHECK_EQ(post1(q, (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+						 .invalidate_rkey = w3->rkey }), 0);
+	CHECK_EQ(v.send.invalidate_rkey, 0xa0003f1);
+	CHECK_EQ(v.mw_errs, 0);
+
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w1), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w2), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w3), 0);
+	CHECK_EQ(ibckpt_dealloc_mw(w4), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q2), 0);
+	app_destroy_cq(cq);
+	ctx_list(false);
+	app_fini();
+}
+
+/*
+ * Type 1 windows of two PDs, made in turn: bound again through one private
+ * QP per PD (they were opened and closed at each change of PD).
+ */
+static void type1_windows_rebound_per_pd(void)
+{
+	static char buf[64];
+	struct ibv_mw_bind b = { .wr_id = 3 };
+	struct ibv_mw *w[3];
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr, *mr2;
+	struct ibv_cq *cq;
+	struct ibv_qp *q, *q2;
+	struct ibv_qp_init_attr_ex qa;
+	int i;
+
+	static const uint32_t ids[] = { 0x66, 0x67, 0x300, 0x301, 0x8000100, 0x8000200,
+					0x8000300 };
+
+	app_init();
+	ctx->ident = calloc(1, sizeof(*ctx->ident));
+	CHECK(ctx->ident != NULL);
+	ctx->ident->vdev = 0xd;
+	memcpy(v.ids, ids, sizeof(ids));
+	v.nids = 7;
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	pd2 = ibckpt_alloc_pd(&ctx->vctx.context);
+	CHECK(pd2 != NULL);
+	qa = (struct ibv_qp_init_attr_ex){
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1, .max_recv_wr = 4, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd2 };
+	q2 = ibckpt_create_qp_ex(&ctx->vctx.context, &qa);
+	CHECK(q2 != NULL);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	mr2 = ibckpt_reg_mr(pd2, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	for (i = 0; i < 3; i++) {
+		w[i] = ibckpt_alloc_mw(i == 1 ? pd2 : &pd.ibv_pd, IBV_MW_TYPE_1);
+		CHECK(w[i] != NULL);
+		b.bind_info = (struct ibv_mw_bind_info){ .mr = i == 1 ? mr2 : mr,
+							 .addr = (uintptr_t)buf, .length = 8 };
+		CHECK_EQ(ibckpt_bind_mw(i == 1 ? q2 : q, w[i], &b), 0);
+	}
+	v.ids[0] = 0x9000100;
+	v.ids[1] = 0x9000200;
+	v.ids[2] = 0x9000300;
+	v.ids[3] = 0x68;
+	v.ids[4] = 0x69;
+	v.nids = 5;
+	v.next_id = 0;
+	for (i = 0; i < 3; i++) {
+		ibckpt_mw_release(to_imw(w[i]));
+		CHECK_EQ(ibckpt_mw_recreate(to_imw(w[i])), 0);
+	}
+	v.qps_made = 0;
+	CHECK_EQ(ibckpt_mw_bind_type1(ctx), 0);
+	CHECK_EQ(v.qps_made, 2);
+	for (i = 0; i < 3; i++)
+		CHECK(dev_mw(w[i])->bound);
+	CHECK(dev_mw(w[1])->mr == to_imr(mr2)->real);
+
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(ibckpt_dealloc_mw(w[i]), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr2)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q2), 0);
+	CHECK_EQ(ibckpt_dealloc_pd(pd2), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * An MR deregistered under a bound window (a vendor that lets it; rxe
+ * does not): the window's state is the vendor's, its bind names nothing:
+ * unknown until bound or invalidated again, never followed.
+ */
+static void mr_gone_under_a_window(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = rts_qp(cq);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK(to_imw(w)->bind.mr == NULL && to_imw(w)->qp == NULL);
+	CHECK(to_imw(w)->unsure);
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w)), EOPNOTSUPP);
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
+ * A peer's invalidation seen through an extended CQ (ibv_start_poll(),
+ * ibv_wc_read_invalidated_rkey()) after a restart: the window is unbound,
+ * and the key read is the one the application knows.
+ */
+static void invalidation_through_an_extended_cq(void)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_IMM |
+							 IBV_WC_EX_WITH_QP_NUM };
+	struct ibv_poll_cq_attr pa = { 0 };
+	static char buf[64];
+	struct ibv_cq_ex *cqx;
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_qp *q;
+
+	app_init();
+	cqx = ibckpt_create_cq_ex(&ctx->vctx.context, &ca);
+	CHECK(cqx != NULL);
+	q = rts_qp(ibv_cq_ex_to_cq(cqx));
+	v.ids[0] = 0x300;
+	v.ids[1] = 0x80001a0;
+	v.nids = 2;
+	v.next_id = 0;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	/* released and re-created on another index, the same key byte (type 2) */
+	ibckpt_mw_release(to_imw(w));
+	v.ids[0] = 0x90005a0;
+	v.nids = 1;
+	v.next_id = 0;
+	CHECK_EQ(ibckpt_mw_recreate(to_imw(w)), 0);
+	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	w->rkey = ibv_inc_rkey(w->rkey);
+	CHECK_EQ(dev_mw(w)->key, 0x90005a1);
+	peer_invalidates(0x90005a1, IBV_WC_WITH_INV);
+	CHECK_EQ(ibv_start_poll(cqx, &pa), 0);
+	CHECK_EQ(cqx->wr_id, 9);
+	CHECK(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_INV);
+	CHECK_EQ(ibv_wc_read_invalidated_rkey(cqx), 0x80001a1);
+	CHECK_EQ(ibv_next_poll(cqx), ENOENT);
+	ibv_end_poll(cqx);
+	CHECK(to_imw(w)->bind.mr == NULL);
+
+	ctx->remapped = false;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	app_fini();
+}
+
+/* A type 2 window whose QP is gone cannot be bound again: the release refuses it. */
+static void window_of_a_destroyed_qp_is_refused(void)
+{
+	static char buf[64];
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	CHECK_EQ(post1(q, bind_wr(w, mr, ibv_inc_rkey(w->rkey), buf)), 0);
+	CHECK(to_imw(w)->qp == to_iqp(q));
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK(to_imw(w)->qp == NULL);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_mw_release_check(to_imw(w)), EOPNOTSUPP);
+	CHECK(strstr(ibckpt_restart_msg(), "gone") != NULL);
+	ibckpt_restart_err_clear();
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+
+/* A bind through the ibv_wr_* API after a restart: translated, and the window's state moves. */
+static void wr_api_binds_a_window_after_a_restart(void)
+{
+	static char buf[64];
+	struct ibv_mw_bind_info bi = { .addr = (uintptr_t)buf, .length = 64,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_ex *x;
+	struct ibv_mw *w;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
+	x = &to_iqp(q)->vqp.qp_ex;
+	mr = ibckpt_reg_mr(&pd.ibv_pd, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_MW_BIND);
+	v.ids[0] = 0x80001a0;
+	v.nids = 1;
+	v.next_id = 0;
+	w = ibckpt_alloc_mw(&pd.ibv_pd, IBV_MW_TYPE_2);
+	CHECK(mr && w);
+	/* as a reacquire leaves it: another index, the same key byte */
+	to_imw(w)->real->rkey = 0x90005a0;
+	((struct fake_mw *)to_imw(w)->real)->key = 0x90005a0;
+	to_imw(w)->ridx = 0x90005;
+	ibckpt_ctx_set_remapped(ctx);
+	bi.mr = mr;
+	ibv_wr_start(x);
+	x->wr_id = 30;
+	ibv_wr_bind_mw(x, w, 0x80001a1, &bi);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK(v.send.bind_mw.mw == to_imw(w)->real);
+	CHECK_EQ(v.send.bind_mw.rkey, 0x90005a1);
+	CHECK(v.send.bind_mw.bind_info.mr == to_imr(mr)->real);
+	CHECK(to_imw(w)->bind.mr == mr);
+	CHECK_EQ(to_imw(w)->vrkey, 0x80001a1);
+	ibv_wr_start(x);
+	ibv_wr_local_inv(x, 0x80001a1);
+	CHECK_EQ(ibv_wr_complete(x), 0);
+	CHECK(to_imw(w)->bind.mr == NULL);
+	ctx->remapped = false;
+	CHECK_EQ(ibckpt_dealloc_mw(w), 0);
+	CHECK_EQ(ibckpt_dereg_mr(&to_imr(mr)->vmr), 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
@@ -4123,5 +5507,17 @@ int main(void)
 	RUN(posted_fences_waited_behind_a_refusal);
 	RUN(lasting_refusals_are_not_ebusy);
 	RUN(no_fence_asked);
+	RUN(windows_follow_binds_and_invalidations);
+	RUN(failed_bind_leaves_the_window_key);
+	RUN(failed_send_after_a_window_is_gone);
+	RUN(failed_completion_with_a_shared_wr_id);
+	RUN(dealloc_races_a_poller);
+	RUN(windows_come_back_after_a_release);
+	RUN(window_of_a_destroyed_qp_is_refused);
+	RUN(windows_through_a_restart);
+	RUN(type1_windows_rebound_per_pd);
+	RUN(mr_gone_under_a_window);
+	RUN(invalidation_through_an_extended_cq);
+	RUN(wr_api_binds_a_window_after_a_restart);
 	return unit_done();
 }

@@ -48,6 +48,35 @@ static void *snap(unsigned int pid, uint8_t gid_last, const struct qp_spec *q, i
 	return w.buf;
 }
 
+/*
+ * One process with @windows memory windows (unbound) and a CONTROL record
+ * with @caps (~0u: none).
+ */
+static void *snap_mw(unsigned int pid, int windows, uint32_t caps)
+{
+	struct snap_writer w;
+	int i;
+
+	if (snapw_init(&w, pid, 1))
+		abort();
+	for (i = 0; i < windows; i++) {
+		struct ibckpt_snap_mw *m = snapw_add(&w, IBCKPT_SNAP_MW, sizeof(*m));
+
+		m->handle = (uint32_t)i + 1;
+		m->type = 2;
+	}
+	if (caps != ~0u) {
+		struct ibckpt_snap_control *c = snapw_add(&w, IBCKPT_SNAP_CONTROL, sizeof(*c));
+
+		c->cmd_fd = 3;
+		c->reply_fd = 4;
+		c->caps = caps;
+	}
+	if (snapw_finish(&w))
+		abort();
+	return w.buf;
+}
+
 static int check3(void *a, void *b, void *c, char *why)
 {
 	const void *s[3] = { a, b, c };
@@ -188,6 +217,26 @@ static void peer_access_for_the_fence(void)
 	free((void *)s[1]);
 }
 
+/*
+ * Windows in the job: every provider must take window identities at
+ * REMAP. One that predates them (its CONTROL record's caps 0, once padding)
+ * would refuse them after the release: refused before, naming both.
+ */
+static void windows_need_every_provider(void)
+{
+	char why[256] = "";
+
+	CHECK_EQ(check(snap_mw(10, 2, IBCKPT_SNAP_CAP_ID_MW), snap_mw(11, 0, 0), why), -1);
+	CHECK(strstr(why, "process 10 has memory windows") != NULL);
+	CHECK(strstr(why, "process 11 predates") != NULL);
+	why[0] = 0;
+	CHECK_EQ(check(snap_mw(10, 0, IBCKPT_SNAP_CAP_ID_MW), snap_mw(11, 0, 0), why), 0);
+	CHECK_EQ(check(snap_mw(10, 1, IBCKPT_SNAP_CAP_ID_MW),
+		       snap_mw(11, 0, IBCKPT_SNAP_CAP_ID_MW), why), 0);
+	CHECK_EQ(check(snap_mw(10, 1, IBCKPT_SNAP_CAP_ID_MW), snap_mw(11, 1, ~0u), why), 0);
+	CHECK_EQ(why[0], 0);
+}
+
 int main(void)
 {
 	RUN(matching_psns_pass);
@@ -198,5 +247,6 @@ int main(void)
 	RUN(unconnected_qps_ignored);
 	RUN(receive_only_side_not_checked);
 	RUN(peer_access_for_the_fence);
+	RUN(windows_need_every_provider);
 	return unit_done();
 }

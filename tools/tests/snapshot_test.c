@@ -186,8 +186,9 @@ static void memory_windows_and_binds_are_printed(void)
 	m = snapw_add(&w, IBCKPT_SNAP_MW, sizeof(*m));
 	m->handle = 5;
 	m->pd = 1;
-	m->type = 1;
+	m->type = 2;
 	m->vrkey = m->rkey = 0x2a01;
+	m->qp = 4;
 	m->mr = 2;
 	m->addr = 0x1000;
 	m->length = 64;
@@ -207,16 +208,47 @@ static void memory_windows_and_binds_are_printed(void)
 	CHECK_EQ(validate(&w, err), 0);
 
 	out = printed(w.buf, true);
-	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":1,\"vrkey\":10753,"
-			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2}]") != NULL);
+	CHECK(strstr(out, "\"mws\":[{\"handle\":5,\"pd\":1,\"type\":2,\"vrkey\":10753,"
+			  "\"rkey\":10753,\"mr\":2,\"addr\":4096,\"length\":64,\"access\":2,"
+			  "\"qp\":4}]") != NULL);
 	CHECK(strstr(out, "\"bind\":{\"mw\":5,\"mr\":2,\"addr\":4096,\"length\":64,"
 			  "\"access\":2}") != NULL);
 	free(out);
 
 	out = printed(w.buf, false);
-	CHECK(strstr(out, "mw 5: pd 1 type 1 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
+	CHECK(strstr(out, "mw 5: pd 1 type 2 rkey 0x2a01->0x2a01 bound to mr 2 addr 0x1000 len 64")
 	      != NULL);
 	CHECK(strstr(out, "bind mw 5 rkey 0x2a01 to mr 2") != NULL);
+	CHECK(strstr(out, "access 0x2 through qp 4\n") != NULL);
+	free(out);
+	snapw_free(&w);
+}
+
+/* The restart channel, and what its provider takes (caps: 0 from an older one). */
+static void restart_channel_is_printed(void)
+{
+	struct ibckpt_snap_control *c;
+	struct snap_writer w;
+	char *out, err[256] = "";
+
+	snapw_init(&w, 5, 1);
+	c = snapw_add(&w, IBCKPT_SNAP_CONTROL, sizeof(*c));
+	c->cmd_fd = 7;
+	c->reply_fd = 8;
+	c->caps = IBCKPT_SNAP_CAP_ID_MW;
+	c = snapw_add(&w, IBCKPT_SNAP_CONTROL, sizeof(*c));
+	c->cmd_fd = 9;
+	c->reply_fd = 10;
+	c->released = 1;
+	CHECK_EQ(snapw_finish(&w), 0);
+	CHECK_EQ(validate(&w, err), 0);
+	out = printed(w.buf, true);
+	CHECK(strstr(out, "{\"cmd_fd\":7,\"reply_fd\":8,\"released\":false,\"caps\":1}") != NULL);
+	CHECK(strstr(out, "{\"cmd_fd\":9,\"reply_fd\":10,\"released\":true,\"caps\":0}") != NULL);
+	free(out);
+	out = printed(w.buf, false);
+	CHECK(strstr(out, "restart channel: fds 7 and 8, window identities\n") != NULL);
+	CHECK(strstr(out, "restart channel: fds 9 and 10, released\n") != NULL);
 	free(out);
 	snapw_free(&w);
 }
@@ -337,6 +369,7 @@ int main(void)
 	RUN(refuses_wr_with_sges_beyond_its_record);
 	RUN(writer_refuses_oversize);
 	RUN(memory_windows_and_binds_are_printed);
+	RUN(restart_channel_is_printed);
 	RUN(extended_cq_and_qp_are_printed);
 	RUN(xrc_records_are_printed);
 	RUN(tso_header_is_printed_and_bounded);

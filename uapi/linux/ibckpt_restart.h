@@ -124,12 +124,18 @@ struct ibckpt_rdev_map {
  * @IBCKPT_ID_LID: the device's LID @vid is @real now
  * @IBCKPT_ID_QPN: the device's QP known as @vid is QPN @real now
  * @IBCKPT_ID_RKEY: the device's MR known by rkey @vid has rkey @real now
+ * @IBCKPT_ID_MW: the device's memory window known by rkey @vid has rkey
+ *	@real now. A window's key byte moves with each bind, its index does
+ *	not: the window is found by @vid's index (bits 31-8), and any key byte
+ *	the application names for it becomes that byte plus the difference of
+ *	@real's and @vid's, modulo 256, on @real's index.
  */
 enum ibckpt_ident_kind {
 	IBCKPT_ID_GID = 1,
 	IBCKPT_ID_LID,
 	IBCKPT_ID_QPN,
 	IBCKPT_ID_RKEY,
+	IBCKPT_ID_MW,
 };
 
 /**

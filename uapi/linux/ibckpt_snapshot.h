@@ -330,7 +330,8 @@ struct ibckpt_snap_xrcd {
  * @cmd_fd: a descriptor of its command pipe (uapi/linux/ibckpt_restart.h)
  * @reply_fd: a descriptor of its reply pipe
  * @released: 1 if its vendor resources are released
- * @pad: 0
+ * @caps: IBCKPT_SNAP_CAP_* the provider's restart channel has (0 from a
+ *	provider that predates them: the field was padding)
  *
  * Descriptor numbers in the process, to be opened through /proc/PID/fd.
  */
@@ -338,8 +339,11 @@ struct ibckpt_snap_control {
 	__u32 cmd_fd;
 	__u32 reply_fd;
 	__u32 released;
-	__u32 pad;
+	__u32 caps;
 };
+
+/* Its REMAP takes IBCKPT_ID_MW identities (memory windows across a restart). */
+#define IBCKPT_SNAP_CAP_ID_MW	_BITUL(0)
 
 /**
  * enum ibckpt_snap_wq - WR record: which queue the work request sits on
@@ -502,13 +506,15 @@ struct ibckpt_snap_ah {
  * @handle: the window's handle
  * @pd: handle of its PD
  * @type: IBV_MW_TYPE_1 or IBV_MW_TYPE_2
- * @vrkey: rkey the application holds
- * @rkey: the vendor's rkey
- * @mr: handle of the MR it is bound to, 0 if unbound
+ * @vrkey: rkey the application and its peers know (its last bind's)
+ * @rkey: the vendor's rkey for it, 0 while released
+ * @mr: handle of the MR it is bound to, 0 if unbound (never bound, unbound,
+ *	or invalidated)
  * @access: IBV_ACCESS_* flags of the bind
+ * @qp: a bound type 2 window: handle of the QP that bound it, the only one
+ *	it answers; else 0
  * @addr: start of the bound range
  * @length: bytes bound
- * @pad: 0
  */
 struct ibckpt_snap_mw {
 	__u32 handle;
@@ -518,7 +524,7 @@ struct ibckpt_snap_mw {
 	__u32 rkey;
 	__u32 mr;
 	__u32 access;
-	__u32 pad;
+	__u32 qp;
 	__u64 addr;
 	__u64 length;
 };

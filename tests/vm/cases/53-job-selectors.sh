@@ -8,6 +8,10 @@
 # selector; overlapping jobs are refused naming the process and the
 # session; bad selectors get a clear error and change nothing.
 # vm-timeout: 900
+# Its movers fork without pause, which KASAN, lockdep and kmemleak make about
+# eight times slower (1,498 s with restart cases beside it; a 2,700-s limit
+# expired on a machine loaded with other guests)
+# vm-debug-timeout: 4800
 . "$(dirname "$0")/lib.sh"
 
 # mover_running: the workload runs (a fixed 0.5 s was not always enough

@@ -68,7 +68,7 @@ run srq_pingpong "[0-9]+ iters in" \
 	ibv_srq_pingpong -d rxe0 -g 0 -n 20000 -s 1024 -- \
 	ibv_srq_pingpong -d rxe1 -g 0 -n 20000 -s 1024
 # by iterations: in duration mode (-D, driven by alarm()) the restored client
-# never ended (restart.rst)
+# ends reporting 0 iterations (restart.rst, Limits)
 for t in write read; do
 	run "ib_${t}_bw" "^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" \
 		ib_${t}_bw -d rxe0 -x 0 -n 100000 -s 8192 -F -- \
