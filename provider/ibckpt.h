@@ -628,8 +628,21 @@ void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, 
 		     struct ibckpt_qp *qp);
 struct ibckpt_mw *ibckpt_mw_find(struct ibckpt_context *ctx, uint32_t rkey, bool real);
 void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c);
-void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
-		      struct ibckpt_qp *qp);
+void ibckpt_mw_moved(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
+		     struct ibckpt_qp *qp);
+
+/*
+ * A request the vendor took: a bind or a local invalidate moves a window
+ * (ibckpt_mw_moved()); any other costs one compare, not a call (the
+ * translating path after a restart asks for each request).
+ */
+static inline void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
+				    struct ibckpt_qp *qp)
+{
+	_Static_assert(IBV_WR_BIND_MW == IBV_WR_LOCAL_INV + 1, "one compare");
+	if ((unsigned int)wr->opcode - IBV_WR_LOCAL_INV <= 1)
+		ibckpt_mw_moved(ctx, wr, qp);
+}
 void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc);
 void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e);
 void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp);

@@ -9,7 +9,7 @@
  * vendor chooses the new key byte. Type 2 binds, and type 1 ones the
  * application posts itself, are IBV_WR_BIND_MW requests (qp.c, qp_ex_post.c)
  * naming the key byte. Every bind and local invalidate posted here sets the
- * window's state (ibckpt_mw_posted()); a peer's send with invalidate sets it
+ * window's state (ibckpt_mw_moved()); a peer's send with invalidate sets it
  * when its receive completion is polled or drained (ibckpt_mw_wc()); one that
  * fails makes it unknown (ibckpt_mw_failed()) until the next one. At a
  * release every request has completed, so the state recorded is the
@@ -271,7 +271,7 @@ void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
 }
 
 /**
- * ibckpt_mw_posted() - a request the vendor took: a window's state moves
+ * ibckpt_mw_moved() - a bind or local invalidate the vendor took: a window's state moves
  * @ctx: the QP's context
  * @wr: the request, as the application posted it
  * @qp: the QP
@@ -283,8 +283,8 @@ void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
  * key it was posted with: ibckpt_mw_wr_real().)
  * Context: the send queue's lock held, inside the gate.
  */
-void ibckpt_mw_posted(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
-		      struct ibckpt_qp *qp)
+void ibckpt_mw_moved(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
+		     struct ibckpt_qp *qp)
 {
 	struct ibckpt_mw *mw;
 
@@ -387,17 +387,24 @@ void ibckpt_mw_failed(struct ibckpt_context *ctx, const struct ibckpt_wr *e)
 	ibckpt_spin_unlock(&ctx->key_lock);
 }
 
+/* The context's first window after @o (&ctx->objs: its first), or NULL; as its callers walk the list. */
+static struct ibckpt_mw *mw_next(struct ibckpt_context *ctx, struct ibckpt_obj *o)
+{
+	for (o = o->next; o != &ctx->objs; o = o->next)
+		if (o->type == IBCKPT_SNAP_MW)
+			return ibckpt_container_of(o, struct ibckpt_mw, obj);
+	return NULL;
+}
+
+#define for_each_mw(ctx, mw) \
+	for ((mw) = mw_next(ctx, &(ctx)->objs); (mw); (mw) = mw_next(ctx, &(mw)->obj))
+
 /* A QP is destroyed: type 2 windows it bound answer nobody now. ctx->lock held. */
 void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp)
 {
-	struct ibckpt_obj *o;
+	struct ibckpt_mw *mw;
 
-	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
-		struct ibckpt_mw *mw;
-
-		if (o->type != IBCKPT_SNAP_MW)
-			continue;
-		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+	for_each_mw(ctx, mw) {
 		ibckpt_spin_lock(&ctx->key_lock);	/* as pollers write it */
 		if (mw->qp == qp)
 			mw->qp = NULL;
@@ -413,14 +420,9 @@ void ibckpt_mw_qp_gone(struct ibckpt_context *ctx, struct ibckpt_qp *qp)
  */
 void ibckpt_mw_mr_gone(struct ibckpt_context *ctx, struct ibckpt_mr *mr)
 {
-	struct ibckpt_obj *o;
+	struct ibckpt_mw *mw;
 
-	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
-		struct ibckpt_mw *mw;
-
-		if (o->type != IBCKPT_SNAP_MW)
-			continue;
-		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+	for_each_mw(ctx, mw) {
 		ibckpt_spin_lock(&ctx->key_lock);
 		if (mw->bind.mr == &mr->vmr.ibv_mr) {
 			mw->bind.mr = NULL;
@@ -705,14 +707,10 @@ static int bind_type1_of_pd(struct ibckpt_context *ctx, struct ibckpt_mw **v, si
 int ibckpt_mw_bind_type1(struct ibckpt_context *ctx)
 {
 	struct ibckpt_mw **v = NULL, *mw;
-	struct ibckpt_obj *o;
 	size_t n = 0, cap = 0, i, j;
 	int err = 0;
 
-	for (o = ctx->objs.next; o != &ctx->objs; o = o->next) {
-		if (o->type != IBCKPT_SNAP_MW)
-			continue;
-		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+	for_each_mw(ctx, mw) {
 		if (mw->ibv_mw.type != IBV_MW_TYPE_1 || !mw->bind.mr)
 			continue;
 		if (n == cap) {
@@ -735,12 +733,13 @@ int ibckpt_mw_bind_type1(struct ibckpt_context *ctx)
 		err = bind_type1_of_pd(ctx, v + i, j - i);
 	}
 	free(v);
-	for (o = ctx->objs.next; o != &ctx->objs && !err; o = o->next) {
-		if (o->type != IBCKPT_SNAP_MW)
-			continue;
-		mw = ibckpt_container_of(o, struct ibckpt_mw, obj);
+	if (err)
+		return err;
+	for_each_mw(ctx, mw) {
 		err = ibckpt_ident_add(IBCKPT_ID_MW, ctx->ident->vdev, mw->vrkey,
 				       mw_real_key(mw, mw->vrkey), NULL, NULL);
+		if (err)
+			break;
 	}
 	return err;
 }
