@@ -85,19 +85,36 @@ traffic_start_server() {
 	TRAFFIC_SERVER=$!
 	bed_wait_listen "$TRAFFIC_PORT"
 }
-# traffic_run_client DEV QPS [ibtraffic options]: runs to completion
+# traffic_run_client DEV QPS [ibtraffic options]: runs to completion, for two
+# minutes at most (SIGTERM ends its traffic, then it drains and asks for the
+# server's verdict; 10 s later SIGKILL)
 traffic_run_client() {
-	timeout 120 "$IBTRAFFIC" -c 127.0.0.1 -d "$1" -g 0 -p "$TRAFFIC_PORT" -q "$2" "${@:3}" \
+	timeout -k 10 120 "$IBTRAFFIC" -c 127.0.0.1 -d "$1" -g 0 -p "$TRAFFIC_PORT" -q "$2" "${@:3}" \
 		> "$T/client.out" 2> "$T/client.err"
 	TRAFFIC_CLIENT_RC=$?
 	cat "$T/client.err" >&2
 }
 # Sets TRAFFIC_SERVER_RC. Not for $(...): a subshell cannot wait for the
 # server, which is this shell's child (a regression: status "-1" under load).
+# The server ends once the client did (the verdict sent, or the side channel
+# closed); one still there TRAFFIC_GRACE (60) s later is stuck: the case
+# fails with its state and kernel stack instead of hanging until the run's limit.
 traffic_wait_server() {
+	local wd
+	(trap 'kill $z 2> /dev/null; exit 0' TERM
+	 sleep "${TRAFFIC_GRACE:-60}" & z=$!; wait $z
+	 { echo "the server did not end within ${TRAFFIC_GRACE:-60} s of the client:" \
+		"$(ps -o stat=,wchan=,etime= -p "$TRAFFIC_SERVER")"
+	   cat "/proc/$TRAFFIC_SERVER/stack"; } > "$T/server.stuck" 2>&1
+	 kill -9 "$TRAFFIC_SERVER") > /dev/null 2>&1 &
+	wd=$!
 	wait "$TRAFFIC_SERVER"
 	TRAFFIC_SERVER_RC=$?
+	kill "$wd" 2> /dev/null
+	wait "$wd" 2> /dev/null
 	cat "$T/server.err" >&2
+	[ -s "$T/server.stuck" ] && fail "$(cat "$T/server.stuck")"
+	return 0
 }
 # The client's final line reports at least $1 completed operations.
 traffic_expect_ops() {
