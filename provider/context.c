@@ -292,6 +292,7 @@ void ibckpt_context_atfork(enum ibckpt_fork_phase ph)
 		ibckpt_ctxs = NULL;
 		ibckpt_gate_init(&ibckpt_open_gate);
 		ibckpt_released = false;
+		ibckpt_itimer_forget();	/* a child has no interval timer of its parent's */
 	}
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 }

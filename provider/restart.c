@@ -459,6 +459,7 @@ int ibckpt_release(uint32_t flags, const struct ibckpt_rpeer *peers, uint32_t np
 		if (err)
 			break;
 	}
+	ibckpt_itimer_hold();	/* until GO (itimer.c) */
 	ibckpt_released = true;
 	return err ? err : leftovers(NULL);
 }
@@ -714,7 +715,9 @@ int ibckpt_go(void)
 				if (err)
 					break;
 			}
-	if (!err)
+	if (!err) {
 		ibckpt_released = false;
+		ibckpt_itimer_resume();
+	}
 	return err;
 }

@@ -108,6 +108,11 @@ void ibckpt_srq_release(struct ibckpt_srq *srq);
 int ibckpt_srq_recreate(struct ibckpt_srq *srq);
 int ibckpt_srq_refill(struct ibckpt_srq *srq);
 int ibckpt_qp_release_check(struct ibckpt_qp *qp, uint32_t flags);
+/* itimer.c: the real-time interval timer, held from a release to GO */
+void ibckpt_itimer_hold(void);
+void ibckpt_itimer_resume(void);
+void ibckpt_itimer_forget(void);
+
 /* fence.c: the release's fence behind a QP's RDMA READs and atomics */
 enum ibckpt_fence_kind {
 	IBCKPT_FENCE_NONE,		/* not a fence's (another internal request) */

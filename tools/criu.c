@@ -92,7 +92,8 @@ static void criu_errors(const char *log)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "Error (") || strstr(line, "Error:"))
+		if (strstr(line, "Error (") || strstr(line, "Error:") ||
+		    !strncmp(line, "ibckpt: ", 8))	/* our action's (dump_thaw()) */
 			snprintf(last[n++ % CRIU_ERRORS], sizeof(last[0]), "%s", line);
 	fclose(f);
 	for (i = n > CRIU_ERRORS ? n - CRIU_ERRORS : 0; i < n; i++)
@@ -165,11 +166,85 @@ static bool shell_job(pid_t root)
 	return tty == 0;
 }
 
+/* This ibckpt's path (criu executes its action script as a path). Return: 0, or -1 (said). */
+int self_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+	if (n <= 0 || (size_t)n >= len - 1) {
+		fprintf(stderr, "ibckpt: /proc/self/exe: %s\n", n < 0 ? strerror(errno) : "too long");
+		return -1;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+/* criu's action script learns the job it hands over from our environment */
+#define ENV_DUMP_SESSION	"IBCKPT_DUMP_SESSION"
+#define ENV_DUMP_DIR		"IBCKPT_DUMP_DIR"
+
 /*
- * criu dump of the released job, rooted at @root (criu takes a process and
- * its descendants). Its network lock is nftables': Debian's criu defaults
- * to iptables, which a minimal system lacks. @action: criu's action script
- * (a job on several nodes: its post-dump barrier), or NULL.
+ * criu's pre-dump action, its last step before it seizes the tree. The job
+ * stayed frozen from its release until here, so none of its code ran while
+ * every verb of it had to wait at a closed gate: a signal handler or a
+ * timer's work would have run (perftest -D's alarm()-driven phases went by
+ * with nothing to measure, and it reported 0 iterations). criu cannot seize
+ * a parked thread: thaw the job now (unless its freeze's --persist ended
+ * first), then wait until none of its processes holds /dev/ibckpt (each
+ * drops it at the thaw). Non-zero fails criu's dump before it touched the
+ * job, which is then reacquired in place. Our messages go to criu's log,
+ * where criu_errors() finds them.
+ */
+static int dump_thaw(const char *session, const char *dir)
+{
+	struct rjob j = { 0 };
+	unsigned long long id;
+	char *end;
+	int rc;
+
+	errno = 0;
+	id = strtoull(session, &end, 10);
+	if (errno || !id || end == session || *end) {
+		fprintf(stderr, "ibckpt: criu's action: bad session '%s'\n", session);
+		return 1;
+	}
+	if (session_thaw_left(id))
+		return 1;
+	rc = job_load(dir, &j) || wait_unregistered(&j);
+	rjob_free(&j);
+	return rc ? 1 : 0;
+}
+
+/*
+ * ibckpt as criu's action script: criu runs it with no argument and our
+ * environment (criu_dump()) at each of its actions. pre-dump: the job's
+ * thaw (above); post-dump: a job on several nodes' barrier (nodes.c); every
+ * other action: 0.
+ */
+int cmd_criu_action(void)
+{
+	const char *act = getenv("CRTOOLS_SCRIPT_ACTION");
+	const char *session = getenv(ENV_DUMP_SESSION), *dir = getenv(ENV_DUMP_DIR);
+
+	if (!act || !session || !dir) {
+		fprintf(stderr, "ibckpt: run as criu's action script, but not by ibckpt's criu "
+			"dump\n");
+		return 1;
+	}
+	if (!strcmp(act, "pre-dump"))
+		return dump_thaw(session, dir);
+	if (!strcmp(act, "post-dump"))
+		return xnode_post_dump();
+	return 0;
+}
+
+/*
+ * criu dump of the released job, frozen as session @session, rooted at
+ * @root (criu takes a process and its descendants). Its network lock is
+ * nftables': Debian's criu defaults to iptables, which a minimal system
+ * lacks. criu's action script is this ibckpt (@action, a job on several
+ * nodes: with its post-dump barrier's environment; NULL: this one), which
+ * thaws the job just before criu seizes it (dump_thaw()).
  *
  * A root that leads no session and has no terminal (a Slurm task:
  * slurmstepd makes it a group leader only) takes criu's --shell-job, in the
@@ -178,11 +253,11 @@ static bool shell_job(pid_t root)
  * job started from a shell) is left to criu's refusal: a restore could not
  * give it its terminal back.
  */
-int criu_dump(const char *dir, unsigned int root, const char *action)
+int criu_dump(const char *dir, unsigned int root, uint64_t session, const char *action)
 {
-	char images[4096], log[4200], tree[16], marker[4200];
-	const char *args[] = { "-t", tree, "-D", images, NULL, NULL, NULL, NULL };
-	unsigned int n = 4;
+	char images[4096], log[4200], tree[16], marker[4200], self[4096], num[32], *abs;
+	const char *args[] = { "-t", tree, "-D", images, "--action-script", NULL, NULL, NULL };
+	unsigned int n = 6;
 	int st;
 
 	snprintf(tree, sizeof(tree), "%u", root);
@@ -199,13 +274,27 @@ int criu_dump(const char *dir, unsigned int root, const char *action)
 		fprintf(stderr, "ibckpt: %s: %s\n", marker, strerror(errno));
 		return -1;
 	}
-	if (action) {
-		args[n++] = "--action-script";
-		args[n++] = action;
+	if (!action && self_exe(self, sizeof(self)))
+		return -1;
+	args[5] = action ? action : self;
+	/* absolute: criu runs its actions in a directory of its own */
+	abs = realpath(dir, NULL);
+	if (!abs) {
+		fprintf(stderr, "ibckpt: %s: %s\n", dir, strerror(errno));
+		return -1;
 	}
-	ckpt_timing("unregister");
-	st = run_criu("dump", args, log);
-	ckpt_timing("dump");
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)session);
+	st = setenv(ENV_DUMP_SESSION, num, 1) || setenv(ENV_DUMP_DIR, abs, 1) ? -1 : 0;
+	free(abs);
+	if (st) {
+		fprintf(stderr, "ibckpt: setenv: %s\n", strerror(errno));
+	} else {
+		ckpt_timing("save");
+		st = run_criu("dump", args, log);
+		ckpt_timing("dump");
+	}
+	unsetenv(ENV_DUMP_SESSION);
+	unsetenv(ENV_DUMP_DIR);
 	return st;
 }
 

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 					       "--id", "-D", "--dir", "--map", NULL };
 	int c, version = 0, rc;
 
-	/* criu runs its action scripts with no argument (nodes.c) */
+	/* criu runs its action scripts with no argument (criu.c) */
 	if (argc == 1 && getenv("CRTOOLS_SCRIPT_ACTION"))
 		return cmd_criu_action();
 

@@ -311,13 +311,9 @@ int nodes_load(const char *dir, unsigned int *n)
 int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len)
 {
 	char num[64];
-	ssize_t n = readlink("/proc/self/exe", cmd, len - 1);
 
-	if (n <= 0 || (size_t)n >= len - 1) {
-		fprintf(stderr, "ibckpt: /proc/self/exe: %s\n", n < 0 ? strerror(errno) : "too long");
+	if (self_exe(cmd, len))
 		return -1;
-	}
-	cmd[n] = 0;
 	snprintf(num, sizeof(num), "%u/%u", co->rank, co->n);
 	if (setenv(ENV_DIR, co->dir, 1) || setenv(ENV_NODE, num, 1) || setenv(ENV_PHASE, phase, 1))
 		return -1;
@@ -338,15 +334,15 @@ void xnode_action_clear(void)
 }
 
 /*
- * ibckpt as criu's action script, run at each of criu's actions. At post-dump
- * (the images are written, the tree still seized and its network locked)
- * this node votes at the barrier and waits for the verdict: 0 lets criu
- * kill the tree; non-zero has criu leave it running, network unlocked, as
- * when its dump fails (criu's cr_dump_finish()). Every other action: 0.
+ * criu's post-dump action (criu.c runs ibckpt as criu's action script): the
+ * images are written, the tree still seized and its network locked. A job
+ * on several nodes: this node votes at the barrier and waits for the
+ * verdict: 0 lets criu kill the tree; non-zero has criu leave it running,
+ * network unlocked, as when its dump fails (criu's cr_dump_finish()). A job
+ * on one node (no barrier in the environment): 0.
  */
-int cmd_criu_action(void)
+int xnode_post_dump(void)
 {
-	const char *act = getenv("CRTOOLS_SCRIPT_ACTION");
 	const char *dir = getenv(ENV_DIR), *node = getenv(ENV_NODE), *phase = getenv(ENV_PHASE);
 	const char *tmo = getenv(ENV_TIMEOUT), *grace = getenv(ENV_GRACE);
 	struct coord_verdict v;
@@ -356,7 +352,7 @@ int cmd_criu_action(void)
 	 */
 	struct coord c = { 0 };
 
-	if (!act || strcmp(act, "post-dump"))
+	if (!dir && !node && !phase && !tmo && !grace)
 		return 0;
 	if (!dir || !node || !phase || !tmo || !grace ||
 	    coord_parse_node(node, &c.rank, &c.n) || strlen(dir) >= sizeof(c.dir)) {

@@ -743,7 +743,8 @@ static int job_args(const struct cli_job *job, char *idbuf, size_t len, char **a
 	return 2;
 }
 
-static int thaw_session(uint64_t id)
+/** session_thaw() - thaw the freeze session @id (cmd_thaw() says a failure); 0 or non-zero */
+int session_thaw(uint64_t id)
 {
 	char idbuf[32], *argv[] = { "thaw", "--id", idbuf, NULL };
 
@@ -751,13 +752,48 @@ static int thaw_session(uint64_t id)
 	return cmd_thaw(3, argv);
 }
 
+/**
+ * session_thaw_left() - thaw the freeze session @id if it is still frozen
+ *
+ * A checkpoint keeps its released job frozen for criu's pre-dump action
+ * (criu_dump()): the action thaws it, unless the freeze's --persist ended
+ * it first; a checkpoint that fails before the action thaws it itself.
+ * Return: 0 (thawed, or not frozen any more), or non-zero (said).
+ */
+int session_thaw_left(uint64_t id)
+{
+	struct cli_job all = { 0 };
+	struct cli_sessions l = { 0 };
+	bool frozen = false;
+	char ext[256] = "";
+	struct ibnl n;
+	unsigned int i;
+	int err;
+
+	if (ibnl_open(&n, 0))
+		return 1;
+	err = cli_get_sessions(&n, &all, &l, ext, sizeof(ext));
+	ibnl_close(&n);
+	for (i = 0; !err && i < l.n; i++)
+		frozen |= l.v[i].id == id && l.v[i].state == IBCKPT_STATE_FROZEN;
+	free(l.v);
+	if (err) {
+		fprintf(stderr, "ibckpt: cannot list the freeze sessions%s%s\n", ext[0] ? ": " : "",
+			ext);
+		return 1;
+	}
+	return frozen ? session_thaw(id) : 0;
+}
+
 /*
  * Freeze @job (detached from this command: the steps after are separate
  * calls), release it, thaw it: released or not, its threads run again, a
- * released job's gates stay closed. Return: release_job()'s, or 1.
+ * released job's gates stay closed. @keep: a released job stays frozen, for
+ * criu's pre-dump action to thaw (criu_dump()); one not released is thawed.
+ * Return: release_job()'s, or 1.
  */
 static int freeze_release(struct cli_job *job, const char *dir, const char *what,
-			  const char *timeout, uint64_t *session, struct coord *co)
+			  const char *timeout, uint64_t *session, struct coord *co, bool keep)
 {
 	struct cli_job by_id = { 0 };
 	struct cli_sessions l = { 0 };
@@ -794,7 +830,7 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	/* a job on several nodes: every node's part quiesced before any is released */
 	if (xvote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL)) {
 		if (!rc)
-			thaw_session(by_id.session);
+			session_thaw(by_id.session);
 		return 1;
 	}
 	if (rc)
@@ -803,11 +839,14 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	json = 0;
 	rc = release_job(&by_id, dir, what, co);
 	ckpt_timing("release");
-	err = thaw_session(by_id.session);
+	err = keep && !rc ? 0 : session_thaw(by_id.session);
 	/* every node goes on only if every node's part runs again */
 	if (xvote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
-		  NULL) || err)
+		  NULL) || err) {
+		if (keep && !rc)	/* kept frozen for criu, which will not run */
+			session_thaw(by_id.session);
 		rc = 1;
+	}
 	ckpt_timing("thaw");
 	json = saved_json;
 	return rc;
@@ -907,14 +946,14 @@ static void ckpt_report(const char *desc, const char *dir, uint64_t session,
  * (restart.rst). A node whose criu failed before its action votes here.
  * Return: 0 if every node dumped, else 1.
  */
-static int dump_nodes(const char *part, unsigned int root, struct coord *co)
+static int dump_nodes(const char *part, unsigned int root, uint64_t session, struct coord *co)
 {
 	char phase[80], action[4400];
 	struct coord_verdict v;
 	int rc, st;
 
 	snprintf(phase, sizeof(phase), "dumped.%u", ++co->seq);
-	rc = xnode_action(co, phase, action, sizeof(action)) || criu_dump(part, root, action);
+	rc = xnode_action(co, phase, action, sizeof(action)) || criu_dump(part, root, session, action);
 	xnode_action_clear();
 	st = coord_verdict_get(co, phase, &v);
 	if (st == 0) {
@@ -1023,7 +1062,7 @@ int cmd_checkpoint(int argc, char **argv)
 	 * waited out by freezing again a little later (on every node alike).
 	 */
 	for (attempt = 1;; attempt++) {
-		rc = freeze_release(&job, part, what, timeout, &by_id.session, co);
+		rc = freeze_release(&job, part, what, timeout, &by_id.session, co, !leave);
 		if (rc == 3 && attempt == CHECKPOINT_TRIES)
 			fprintf(stderr, "ibckpt: %s: gave up after %d tries: requests still in "
 				"flight; the job runs on\n", what, CHECKPOINT_TRIES);
@@ -1036,18 +1075,24 @@ int cmd_checkpoint(int argc, char **argv)
 	if (rc)
 		return 1;
 	if (!leave) {
-		/* criu seizes the threads; none is inside a verb, each verb waits at a gate */
-		rc = job_load(part, &j) || wait_unregistered(&j) || tree_save(part, (pid_t)root);
-		rjob_free(&j);
+		/*
+		 * Still frozen: criu's pre-dump action thaws the job; each verb
+		 * then waits at a gate, and criu seizes the threads at once.
+		 */
+		rc = tree_save(part, (pid_t)root);
 		if (co) {
 			if (xvote(co, "predump", rc, "its job cannot be dumped", NULL, 0, 0, NULL,
 				  NULL, NULL))
 				rc = 1;
 			if (!rc)
-				rc = dump_nodes(part, root, co);
+				rc = dump_nodes(part, root, by_id.session, co);
 		} else if (!rc) {
-			rc = criu_dump(part, root, NULL);
+			rc = criu_dump(part, root, by_id.session, NULL);
 		}
+		/* criu failed before its action: the job is still frozen */
+		if (rc && session_thaw_left(by_id.session))
+			fprintf(stderr, "ibckpt: %s: the job is left frozen (ibckpt thaw --id %llu)\n",
+				what, (unsigned long long)by_id.session);
 		if (!rc)
 			rc = write_file(part, DONE_FILE, "", 0);
 		if (co) {

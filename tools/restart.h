@@ -55,7 +55,8 @@ void ckpt_timing(const char *phase);
 
 /* criu.c */
 int wait_unregistered(const struct rjob *j);
-int criu_dump(const char *dir, unsigned int root, const char *action);
+int self_exe(char *buf, size_t len);
+int criu_dump(const char *dir, unsigned int root, uint64_t session, const char *action);
 int criu_restore(const char *dir, pid_t *root);
 
 /* killtree.c */
@@ -86,6 +87,11 @@ int nodes_save(const char *dir, unsigned int n);
 int nodes_load(const char *dir, unsigned int *n);
 int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len);
 void xnode_action_clear(void);
+int xnode_post_dump(void);
+
+/* restart.c */
+int session_thaw(uint64_t id);
+int session_thaw_left(uint64_t id);
 
 /* prepare.c: PREPARE of every process of a frozen job (restart.rst, "Exactly once") */
 #define PREPARE_AGAIN	3	/* more asks of a process with an atomic fence outstanding */

@@ -7,6 +7,7 @@
 # every root that leads no session, and such a job was dumped, killed and
 # could not be restarted). The traffic generator's server and client run
 # under script(1) (a pseudo-terminal), in a shell below the session's.
+# Before, a checkpoint whose criu never runs thaws the job it kept frozen.
 . "$(dirname "$0")/lib.sh"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
 modprobe -a unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag ||
@@ -28,6 +29,14 @@ traffic_wait_progress 2
 job=$(pgrep -f -n "^bash $T/job.sh") || fail "no job shell"
 [ "$(ps -o sid= -p "$job" | tr -d ' ')" != "$job" ] || fail "the job leads its session"
 [ "$(ps -o tty= -p "$job" | tr -d ' ')" != "?" ] || fail "the job has no terminal"
+# criu never runs (its images' directory cannot be made): the job, kept
+# frozen after its release for criu's pre-dump action to thaw, is thawed
+# here and reacquired in place, and its traffic goes on
+mkdir -p "$T/ck0" && : > "$T/ck0/criu"
+refused 1 "the job is reacquired and runs on" ibckpt checkpoint -D "$T/ck0" --tree "$job"
+traffic_wait_progress $(($(grep -c '"event":"progress"' "$T/client.out") + 2))
+ibckpt status > "$T/st"
+grep -q "no job frozen" "$T/st" || fail "a job is left frozen: $(cat "$T/st")"
 refused 1 "the job is reacquired and runs on" ibckpt checkpoint -D "$T/ck" --tree "$job"
 # criu's own reason (its terminal) is said
 grep -q "criu: .*Error (criu/tty.c" "$T/e" || fail "criu's reason is not said: $(cat "$T/e")"
