@@ -953,7 +953,8 @@ static int dump_nodes(const char *part, unsigned int root, uint64_t session, str
 	int rc, st;
 
 	snprintf(phase, sizeof(phase), "dumped.%u", ++co->seq);
-	rc = xnode_action(co, phase, action, sizeof(action)) || criu_dump(part, root, session, action);
+	rc = xnode_action(co, phase, action, sizeof(action)) ||
+	     criu_dump(part, root, session, action);
 	xnode_action_clear();
 	st = coord_verdict_get(co, phase, &v);
 	if (st == 0) {
