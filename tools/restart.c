@@ -1092,8 +1092,8 @@ int cmd_checkpoint(int argc, char **argv)
 		}
 		/* criu failed before its action: the job is still frozen */
 		if (rc && session_thaw_left(by_id.session))
-			fprintf(stderr, "ibckpt: %s: the job is left frozen (ibckpt thaw --id %llu)\n",
-				what, (unsigned long long)by_id.session);
+			fprintf(stderr, "ibckpt: %s: the job is left frozen "
+				"(ibckpt thaw --id %llu)\n", what, (unsigned long long)by_id.session);
 		if (!rc)
 			rc = write_file(part, DONE_FILE, "", 0);
 		if (co) {
