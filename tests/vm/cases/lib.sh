@@ -199,8 +199,11 @@ traffic_start_session() {
 # traffic_wait_progress N: the client (started with -P) has printed N progress
 # lines: its QPs are connected and traffic flows.
 traffic_wait_progress() {
+	local n
 	for _ in $(seq 300); do
-		[ "$(grep -c '"event":"progress"' "$T/client.out" 2> /dev/null)" -ge "$1" ] && return 0
+		# no output file yet: 0 lines (not an empty string for "[ -ge ]")
+		n=$(grep -c '"event":"progress"' "$T/client.out" 2> /dev/null)
+		[ "${n:-0}" -ge "$1" ] && return 0
 		sleep 0.1
 	done
 	fail "the client printed fewer than $1 progress lines: $(tail -n 3 "$T/client.err")"
