@@ -167,7 +167,7 @@ static bool shell_job(pid_t root)
 }
 
 /* This ibckpt's path (criu executes its action script as a path). Return: 0, or -1 (said). */
-int self_exe(char *buf, size_t len)
+static int self_exe(char *buf, size_t len)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
 
@@ -242,9 +242,10 @@ int cmd_criu_action(void)
  * criu dump of the released job, frozen as session @session, rooted at
  * @root (criu takes a process and its descendants). Its network lock is
  * nftables': Debian's criu defaults to iptables, which a minimal system
- * lacks. criu's action script is this ibckpt (@action, a job on several
- * nodes: with its post-dump barrier's environment; NULL: this one), which
- * thaws the job just before criu seizes it (dump_thaw()).
+ * lacks. criu's action script is this ibckpt, which thaws the job just
+ * before criu seizes it (dump_thaw()) and, a job on several nodes, holds
+ * the post-dump barrier whose whereabouts xnode_action() put in our
+ * environment.
  *
  * A root that leads no session and has no terminal (a Slurm task:
  * slurmstepd makes it a group leader only) takes criu's --shell-job, in the
@@ -253,7 +254,7 @@ int cmd_criu_action(void)
  * job started from a shell) is left to criu's refusal: a restore could not
  * give it its terminal back.
  */
-int criu_dump(const char *dir, unsigned int root, uint64_t session, const char *action)
+int criu_dump(const char *dir, unsigned int root, uint64_t session)
 {
 	char images[4096], log[4200], tree[16], marker[4200], self[4096], num[32], *abs;
 	const char *args[] = { "-t", tree, "-D", images, "--action-script", NULL, NULL, NULL };
@@ -274,9 +275,9 @@ int criu_dump(const char *dir, unsigned int root, uint64_t session, const char *
 		fprintf(stderr, "ibckpt: %s: %s\n", marker, strerror(errno));
 		return -1;
 	}
-	if (!action && self_exe(self, sizeof(self)))
+	if (self_exe(self, sizeof(self)))
 		return -1;
-	args[5] = action ? action : self;
+	args[5] = self;
 	/* absolute: criu runs its actions in a directory of its own */
 	abs = realpath(dir, NULL);
 	if (!abs) {

@@ -303,17 +303,14 @@ int nodes_load(const char *dir, unsigned int *n)
 #define ENV_PHASE	"IBCKPT_COORD_PHASE"
 
 /*
- * criu runs its action scripts with no argument and its environment, ours:
- * the barrier's whereabouts go there, and @cmd (criu's --action-script,
- * which it executes as a path) is this ibckpt, which knows itself run so by
- * CRTOOLS_SCRIPT_ACTION. Return: 0, or -1 (said).
+ * criu runs its action scripts (this ibckpt: criu_dump()) with no argument
+ * and its environment, ours: the post-dump barrier's whereabouts go there.
+ * Return: 0, or -1.
  */
-int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len)
+int xnode_action(const struct coord *co, const char *phase)
 {
 	char num[64];
 
-	if (self_exe(cmd, len))
-		return -1;
 	snprintf(num, sizeof(num), "%u/%u", co->rank, co->n);
 	if (setenv(ENV_DIR, co->dir, 1) || setenv(ENV_NODE, num, 1) || setenv(ENV_PHASE, phase, 1))
 		return -1;

@@ -948,13 +948,12 @@ static void ckpt_report(const char *desc, const char *dir, uint64_t session,
  */
 static int dump_nodes(const char *part, unsigned int root, uint64_t session, struct coord *co)
 {
-	char phase[80], action[4400];
+	char phase[80];
 	struct coord_verdict v;
 	int rc, st;
 
 	snprintf(phase, sizeof(phase), "dumped.%u", ++co->seq);
-	rc = xnode_action(co, phase, action, sizeof(action)) ||
-	     criu_dump(part, root, session, action);
+	rc = xnode_action(co, phase) || criu_dump(part, root, session);
 	xnode_action_clear();
 	st = coord_verdict_get(co, phase, &v);
 	if (st == 0) {
@@ -1088,7 +1087,7 @@ int cmd_checkpoint(int argc, char **argv)
 			if (!rc)
 				rc = dump_nodes(part, root, by_id.session, co);
 		} else if (!rc) {
-			rc = criu_dump(part, root, by_id.session, NULL);
+			rc = criu_dump(part, root, by_id.session);
 		}
 		/* criu failed before its action: the job is still frozen */
 		if (rc && session_thaw_left(by_id.session))

@@ -55,8 +55,7 @@ void ckpt_timing(const char *phase);
 
 /* criu.c */
 int wait_unregistered(const struct rjob *j);
-int self_exe(char *buf, size_t len);
-int criu_dump(const char *dir, unsigned int root, uint64_t session, const char *action);
+int criu_dump(const char *dir, unsigned int root, uint64_t session);
 int criu_restore(const char *dir, pid_t *root);
 
 /* killtree.c */
@@ -85,7 +84,7 @@ int xvote_snaps(const struct coord_verdict *all, const void ***snaps, unsigned i
 void part_dir(char *buf, size_t len, const char *dir, unsigned int part);
 int nodes_save(const char *dir, unsigned int n);
 int nodes_load(const char *dir, unsigned int *n);
-int xnode_action(const struct coord *co, const char *phase, char *cmd, size_t len);
+int xnode_action(const struct coord *co, const char *phase);
 void xnode_action_clear(void);
 int xnode_post_dump(void);
 
