@@ -755,23 +755,34 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 }
 
 /*
- * cb->args[0]: snapshots of the session completely sent; cb->args[1]: bytes
- * of the next one sent; cb->args[2], [3]: the kernel's view, with
- * IBCKPT_SNAPSHOT_F_KVIEW (cb->args[4]): see ibckpt_nl_fill_kview() and
- * ibckpt_nl_kview_others(). Only the snapshots given for this session count:
- * a process that belonged to another frozen job before is not mixed in. The
- * job is frozen: its processes neither register nor leave, except when
- * killed, which ends a dump early at worst.
+ * cb->args[0]: the snapshot being sent, by its process's global id (0 before
+ * the first, -1 once all are sent); cb->args[1]: bytes of it sent;
+ * cb->args[2], [3]: the kernel's view, with IBCKPT_SNAPSHOT_F_KVIEW
+ * (cb->args[4]): see ibckpt_nl_fill_kview() and ibckpt_nl_kview_others().
+ * Only the snapshots given for this session count: a process that belonged
+ * to another frozen job before is not mixed in.
+ *
+ * A round resumes at the process it was sending, found by its id, never by
+ * its place in the list: a process can lose its snapshot between two rounds
+ * although its job is frozen (its control thread is never parked and may
+ * close /dev/ibckpt; a kill; a thaw drops them all). When the one being sent
+ * is gone, the dump ends with -EAGAIN (the job changed while it was read)
+ * instead of going on with the next process's pieces from the same offset,
+ * or calling a process without a snapshot in the middle of it. A process
+ * that leaves after its snapshot was sent does not matter to the rounds
+ * after it; one that leaves before its turn is not sent.
  */
 static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
+	bool resume = cb->args[0] > 0;
 	u64 id = cb->args[5];
 	struct ibckpt_proc *p;
-	long i = 0;
 	int n, err = 0;
 	u32 tgid;
 
+	if (cb->args[0] < 0)
+		goto others;
 	mutex_lock(&ibckpt_procs_lock);
 	list_for_each_entry(p, &ibckpt_procs, node) {
 		if (!p->snap || p->quiesce_session != id)
@@ -779,8 +790,16 @@ static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback 
 		tgid = pid_nr_ns(p->tgid, ns);
 		if (!tgid)
 			continue;
-		if (i++ < cb->args[0])
-			continue;
+		if (resume) {
+			/* sent in an earlier round, or the one being sent */
+			if (pid_nr(p->tgid) != cb->args[0])
+				continue;
+			resume = false;
+		} else {
+			cb->args[0] = pid_nr(p->tgid);
+			cb->args[1] = 0;
+			cb->args[2] = 0;
+		}
 		while (cb->args[1] < p->snap_len) {
 			n = ibckpt_nl_fill_piece(skb, cb, p, tgid, cb->args[1]);
 			if (n < 0) {
@@ -794,11 +813,13 @@ static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback 
 			if (err)
 				goto out;
 		}
-		cb->args[0] = i;
-		cb->args[1] = 0;
-		cb->args[2] = 0;
 	}
 	mutex_unlock(&ibckpt_procs_lock);
+	/* nothing was put in @skb: the dump ends with the error */
+	if (resume)
+		return -EAGAIN;
+	cb->args[0] = -1;
+others:
 	if (cb->args[4] & IBCKPT_SNAPSHOT_F_KVIEW)
 		err = ibckpt_nl_kview_others(skb, cb, id, ns);
 	return err && !skb->len ? err : skb->len;

@@ -193,7 +193,7 @@ static const char *const stat_name[ST_N] = {
 	"threads-seen", "procs-seen", "snap-pieces", "snaps-whole", "snaps-matched",
 	"cd-opens", "cd-registered", "cd-ioctls", "cd-reads", "cd-compat", "cd-misc",
 	"thread-ops", "fork-ops", "v-quiesce", "v-answered", "v-snap-ok", "v-snap-refused",
-	"v-thaw", "v-abort", "v-stale", "v-eperm", "snaps-cut-by-thaw", "share-creds",
+	"v-thaw", "v-abort", "v-stale", "v-eperm", "snaps-cut", "share-creds",
 };
 
 struct shared {
@@ -1817,8 +1817,15 @@ static void rx_msg(struct xchg *x, const struct nlmsghdr *h)
 		}
 		memcpy(&v, NLMSG_DATA(h), sizeof(v));
 		got_final(p, v, "NLMSG_DONE");
-		/* its session ended (a thaw) while it was being dumped: by design */
-		if (p->s_open)
+		/*
+		 * the process being dumped lost its snapshot between two rounds
+		 * (it left, or a thaw): the dump must say so, never end as if
+		 * complete
+		 */
+		if (p->s_open && v != -EAGAIN)
+			FAIL("snapshot of %u ends at %u of %u with NLMSG_DONE %s, not EAGAIN",
+			     p->s_tgid, p->s_next, p->s_total, en(-v));
+		else if (p->s_open)
 			STAT(ST_SNAP_CUT);
 		off = NLMSG_LENGTH(sizeof(int));
 		if (h->nlmsg_flags & NLM_F_ACK_TLVS)

@@ -199,7 +199,9 @@ struct ibckpt_share_creds {
  *	IBCKPT_A_SNAP_DATA per message. Same privilege as FREEZE (snapshots
  *	hold addresses and keys). With IBCKPT_SNAPSHOT_F_KVIEW in
  *	IBCKPT_A_FLAGS, also the kernel's view of each process (IBCKPT_A_KPROC,
- *	IBCKPT_A_KQP messages, see "The kernel's own view" below).
+ *	IBCKPT_A_KQP messages, see "The kernel's own view" below). Ends with
+ *	-EAGAIN if the process being sent lost its snapshot (it left, or the
+ *	session was thawed) between two rounds of the dump.
  * @__IBCKPT_CMD_MAX: number of commands
  * @IBCKPT_CMD_MAX: highest command
  *

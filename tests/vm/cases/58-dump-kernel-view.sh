@@ -11,6 +11,10 @@
 #     `ibckpt freeze` names the QP and why: another process's QP, no such QP,
 #     no such device; a QP whose PD is not in the snapshot is malformed.
 #     The forger's own answer afterwards is refused: the refusal answered.
+# (c) A process that loses its snapshot between two rounds of the dump
+#     (tests/kmod/snapleave): the one being sent ends the dump with EAGAIN,
+#     never another's pieces from its offset; one sent already changes
+#     nothing for the next.
 # Traffic verifies after the thaw.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
@@ -108,6 +112,11 @@ forged "$T/f2" "Protocol error: QP 0xfffff0 on rxe1: no such QP" rxe1 0xfffff0
 forged "$T/f3" "Protocol error: QP $hex on rxe9: no such RDMA device" rxe9 "$qpn"
 forged "$T/f4" "Invalid argument: QP $hex (handle 3): no PD 9 in the snapshot" rxe1 "$qpn" 9
 grep -q "^snapshot: Invalid argument$" "$T/f4/out" || fail "forge with no PD: $(cat "$T/f4/out")"
+
+# (c) ------------------------------------------------------------------
+tests/kmod/snapleave "$(command -v ibckpt)" > "$T/leave.out" 2>&1 ||
+	fail "snapleave: $(cat "$T/leave.out")"
+cat "$T/leave.out"
 
 # the traffic went on through all this, and verifies
 sleep 1
