@@ -203,7 +203,7 @@ struct ibckpt_cq {
 	 * serialized by it; pollers of different CQs share nothing.
 	 */
 	struct ibckpt_spinlock lock;
-	atomic_uint closed;			/* by a quiesce, under lock (quiesce.c) */
+	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 		/*
 	 * What a poll or drain must do beyond retiring (IBCKPT_CQ_*): 0 but
@@ -268,7 +268,7 @@ struct ibckpt_srq {
 	uint32_t srq_limit;			/* last armed */
 	struct ibv_srq_init_attr_ex init;	/* as created (restart) */
 	struct ibckpt_spinlock lock;		/* rq log */
-	atomic_uint closed;			/* by a quiesce, under lock (quiesce.c) */
+	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_wrlog rq;
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
@@ -382,7 +382,7 @@ struct ibckpt_qp {
 	 * no line from each other (pollers write 'done': wrlog.h).
 	 */
 	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log */
-	atomic_uint sq_closed;			/* by a quiesce, under sq_lock (quiesce.c) */
+	atomic_uint sq_closed;			/* by a quiesce, tested under sq_lock (quiesce.c) */
 	struct ibckpt_wrlog sq;
 	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log */
 	atomic_uint rq_closed;			/* ... under rq_lock */
@@ -576,9 +576,10 @@ extern bool ibckpt_quiesced;
 int ibckpt_ctx_close(struct ibckpt_context *ctx, unsigned int timeout_ms);
 void ibckpt_ctx_open(struct ibckpt_context *ctx);
 
+/* Under the queue's lock; acquire: an opening is a release store without the lock. */
 static inline bool ibckpt_q_closed(const atomic_uint *closed)
 {
-	return atomic_load_explicit(closed, memory_order_relaxed) != 0;
+	return atomic_load_explicit(closed, memory_order_acquire) != 0;
 }
 
 /* Inherited by a forked child (fork.c): its queues' locks may be copied held. */

@@ -12,12 +12,12 @@
  * (ibckpt_gate_wait_queue()), interruptibly, so the kernel parks it like
  * any other thread, then takes the lock again.
  *
- * Closing takes each queue's lock in turn and sets its flag under it: a
+ * Closing sets each queue's flag and then takes and releases its lock: a
  * verb holding the lock (inside the vendor's post or poll) finishes first,
  * and every later one sees the flag. Once every queue is closed no thread
  * is inside a vendor post or poll, and none gets in, until the queues
- * open. Locks of different queues are never held together here, so this
- * adds no lock order.
+ * open. The closer holds one queue lock at a time, briefly, so this adds
+ * no lock order; opening takes none.
  *
  * Order: the gate closes first and opens last. Closing it waits until no
  * control-path verb is inside, so the context's object list stands still
@@ -43,38 +43,40 @@ static long ms_since(const struct timespec *t0)
 }
 
 /*
- * @l's holder is a verb inside the vendor's post or poll: it leaves within
- * microseconds, unless it is stopped (a debugger, SIGSTOP). Return: 0 or
- * ETIMEDOUT.
+ * The flag first, then the lock taken once and released: verbs that take
+ * the lock meanwhile see the flag and let go at once, so a queue polled in
+ * a busy loop is not held against the closer; the holder found there (a
+ * verb inside the vendor's post or poll) leaves within microseconds,
+ * unless it is stopped (a debugger, SIGSTOP). Once the closer had the lock,
+ * every verb that takes it after sees the flag (the lock orders them).
+ * Return: 0, or ETIMEDOUT with the queue open again.
  */
 static int q_close(struct ibckpt_spinlock *l, atomic_uint *closed, const struct timespec *t0,
 		   unsigned int timeout_ms)
 {
 	static const struct timespec nap = { 0, 20000 };
 
+	atomic_store_explicit(closed, 1, memory_order_relaxed);
 	while (!ibckpt_spin_trylock(l)) {
-		if (ms_since(t0) >= (long)timeout_ms)
+		if (ms_since(t0) >= (long)timeout_ms) {
+			atomic_store_explicit(closed, 0, memory_order_relaxed);
 			return ETIMEDOUT;
+		}
 		nanosleep(&nap, NULL);
 	}
-	atomic_store_explicit(closed, 1, memory_order_relaxed);
 	ibckpt_spin_unlock(l);
 	return 0;
 }
 
 /*
- * Under its lock: a verb that takes it next sees what the control thread
- * wrote meanwhile. A queue not closed (a close that gave up before it, its
- * lock perhaps held for good) is left alone: only the control thread
- * writes the flag.
+ * A release store, which a verb's load of the flag under the lock acquires
+ * (ibckpt_q_closed()): what the control thread wrote while it was closed
+ * (a restart's paths and IDs) is seen. No lock: one that a thread stopped
+ * in a verb holds would keep the control thread here.
  */
-static void q_open(struct ibckpt_spinlock *l, atomic_uint *closed)
+static void q_open(atomic_uint *closed)
 {
-	if (!atomic_load_explicit(closed, memory_order_relaxed))
-		return;
-	ibckpt_spin_lock(l);
-	atomic_store_explicit(closed, 0, memory_order_relaxed);
-	ibckpt_spin_unlock(l);
+	atomic_store_explicit(closed, 0, memory_order_release);
 }
 
 /*
@@ -92,8 +94,8 @@ static int queues_set(struct ibckpt_context *ctx, bool close, const struct times
 			struct ibckpt_qp *qp = ibckpt_container_of(o, struct ibckpt_qp, obj);
 
 			if (!close) {
-				q_open(&qp->sq_lock, &qp->sq_closed);
-				q_open(&qp->rq_lock, &qp->rq_closed);
+				q_open(&qp->sq_closed);
+				q_open(&qp->rq_closed);
 				continue;
 			}
 			err = q_close(&qp->sq_lock, &qp->sq_closed, t0, timeout_ms);
@@ -103,14 +105,14 @@ static int queues_set(struct ibckpt_context *ctx, bool close, const struct times
 			struct ibckpt_srq *srq = ibckpt_container_of(o, struct ibckpt_srq, obj);
 
 			if (!close)
-				q_open(&srq->lock, &srq->closed);
+				q_open(&srq->closed);
 			else
 				err = q_close(&srq->lock, &srq->closed, t0, timeout_ms);
 		} else if (o->type == IBCKPT_SNAP_CQ) {
 			struct ibckpt_cq *cq = ibckpt_container_of(o, struct ibckpt_cq, obj);
 
 			if (!close)
-				q_open(&cq->lock, &cq->closed);
+				q_open(&cq->closed);
 			else
 				err = q_close(&cq->lock, &cq->closed, t0, timeout_ms);
 		}

@@ -3318,6 +3318,51 @@ static void verbs_wait_at_a_closed_queue(void)
 	app_fini();
 }
 
+struct busy_poller {
+	struct ibv_cq *cq;
+	atomic_uint polls;
+	atomic_bool stop;
+};
+
+static void *busy_poll(void *arg)
+{
+	struct busy_poller *b = arg;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&b->stop)) {
+		ibckpt_poll_cq(b->cq, 1, &wc);
+		atomic_fetch_add(&b->polls, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A thread polling an empty CQ in a busy loop holds its lock most of the
+ * time: the close still takes it, and the poller stops until the open.
+ */
+static void close_beats_a_busy_poller(void)
+{
+	struct busy_poller b = { 0 };
+	unsigned int n;
+	pthread_t t;
+
+	app_init();
+	b.cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	CHECK_EQ(pthread_create(&t, NULL, busy_poll, &b), 0);
+	while (atomic_load(&b.polls) < 1000)
+		usleep(100);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 2000), 0);
+	usleep(10000);
+	n = atomic_load(&b.polls);
+	usleep(50000);
+	CHECK(atomic_load(&b.polls) - n <= 1);	/* waiting at the closed CQ */
+	atomic_store(&b.stop, true);
+	ibckpt_ctx_open(ctx);
+	pthread_join(t, NULL);
+	CHECK_EQ(ibckpt_destroy_cq(b.cq), 0);
+	app_fini();
+}
+
 struct closed_create {
 	struct ibv_cq *cq;
 	atomic_bool done;
@@ -5739,6 +5784,7 @@ int main(void)
 	RUN(remapped_poll_needs_no_context_lock);
 	RUN(verbs_wait_at_a_closed_queue);
 	RUN(queues_closed_and_opened_whole);
+	RUN(close_beats_a_busy_poller);
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
 	RUN(fork_while_forwarding);
