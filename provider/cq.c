@@ -31,7 +31,7 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
 				   ibckpt_make_cq_fn make, void *arg)
 {
 	struct ibv_comp_channel *channel = init->channel;
-	struct ibckpt_cq *cq = calloc(1, sizeof(*cq));
+	struct ibckpt_cq *cq = ibckpt_zalloc_lines(sizeof(*cq));
 	int err;
 
 	if (!cq) {

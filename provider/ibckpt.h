@@ -202,7 +202,7 @@ struct ibckpt_cq {
 	 * and so the 'done' counters of the queues completing to it, are
 	 * serialized by it; pollers of different CQs share nothing.
 	 */
-	struct ibckpt_spinlock lock;
+	struct ibckpt_spinlock lock __attribute__((aligned(64)));
 	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 		/*
