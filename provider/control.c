@@ -4,13 +4,14 @@
  *
  * Started with the first context; opens /dev/ibckpt and registers itself, so
  * that a freeze never parks it. On IBCKPT_EV_QUIESCE it closes the verbs
- * gate of every context (waiting for the threads inside a verb to leave),
- * then drains every CQ into its private queue until every signaled send has
- * completed and, for a quiet period, no completion arrived and no connected
- * QP's PSNs moved (unsignaled requests in flight show only there), or a bound
- * is reached (late completions: the peer may still be sending); it answers with
- * what it drained and how many sends have not been seen to complete
- * (unsignaled sends after the last signaled one complete without a trace).
+ * gate and every queue of every context (quiesce.c: waiting for the threads
+ * inside a verb to leave), then drains every CQ into its private queue
+ * until every signaled send has completed and, for a quiet period, no
+ * completion arrived and no connected QP's PSNs moved (unsignaled requests
+ * in flight show only there), or a bound is reached (late completions: the
+ * peer may still be sending); it answers with what it drained and how many
+ * sends have not been seen to complete (unsignaled sends after the last
+ * signaled one complete without a trace).
  * The gates stay closed until IBCKPT_EV_THAW or IBCKPT_EV_ABORT. Between the
  * answer and the thaw the thread waits in read(): it runs no code while the
  * group is frozen.
@@ -118,12 +119,8 @@ static void gates_open(void)
 {
 	struct ibckpt_context *ctx;
 
-	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
-		if (ctx->gate_closed) {
-			ibckpt_gate_open(&ctx->gate);
-			ctx->gate_closed = false;
-		}
-	}
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next)
+		ibckpt_ctx_open(ctx);
 }
 
 /*
@@ -231,7 +228,7 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 		return;
 	}
 	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
-		int err = ibckpt_gate_close(&ctx->gate, gate_ms);
+		int err = ibckpt_ctx_close(ctx, gate_ms);	/* its gate and queues */
 
 		if (err) {
 			/* a thread stayed inside a verb: give up, reopen all */
@@ -239,7 +236,6 @@ static void quiesce(struct ibckpt_quiesced *q, bool *incomplete)
 			q->status = err;
 			return;
 		}
-		ctx->gate_closed = true;
 		atomic_fetch_add(&ctx->stats.quiesces, 1);
 	}
 	start = last = now_ms();

@@ -31,7 +31,7 @@ struct ibckpt_cq *ibckpt_cq_create(struct ibckpt_context *ctx,
 				   ibckpt_make_cq_fn make, void *arg)
 {
 	struct ibv_comp_channel *channel = init->channel;
-	struct ibckpt_cq *cq = calloc(1, sizeof(*cq));
+	struct ibckpt_cq *cq = ibckpt_zalloc_lines(sizeof(*cq));
 	int err;
 
 	if (!cq) {
@@ -237,7 +237,8 @@ static __attribute__((noinline)) int retire_slow(struct ibckpt_context *ctx,
 }
 
 /*
- * Retires what the vendor returned, under the CQ's lock; inside the gate.
+ * Retires what the vendor returned, under the CQ's lock (a poll's, the CQ
+ * open, or the control thread's drain).
  * One load decides: all of them retired here, or each looked at
  * (retire_slow()). Return: how many completions are the application's
  * (all of them, but while an internal request is outstanding), at the
@@ -293,15 +294,6 @@ void ibckpt_ctx_slow_polls(struct ibckpt_context *ctx, unsigned int bit, bool on
 	}
 }
 
-static inline int retire_polled(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
-				struct ibv_wc *wc, int n)
-{
-	ibckpt_spin_lock(&cq->lock);
-	n = retire_locked(ctx, cq, wc, n);
-	ibckpt_spin_unlock(&cq->lock);
-	return n;
-}
-
 /**
  * ibckpt_cq_forget_qp() - a QP is going: the CQ no longer remembers it
  * @ibcq: one of its CQs (the application's), or NULL
@@ -336,7 +328,7 @@ static int spill_back(struct ibckpt_cq *cq)
 	return 0;
 }
 
-/* After a thaw: what was drained comes first, in order, then the vendor's. */
+/* After a thaw: what was drained comes first, in order, then the vendor's. Under the lock. */
 static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
 {
@@ -345,85 +337,98 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 	if (ne <= 0)
 		return ibv_poll_cq(cq->real, ne, wc);
 	/* Drained before a freeze and already retired. */
-	ibckpt_spin_lock(&cq->lock);
 	n = (int)ibckpt_vcq_pop(&cq->vcq, wc, (uint32_t)ne);
 	if (cq->spilled && !spill_back(cq))	/* room now: it was just popped */
 		n += (int)ibckpt_vcq_pop(&cq->vcq, wc + n, (uint32_t)(ne - n));
-	ibckpt_spin_unlock(&cq->lock);
 	if (n == ne)
 		return n;
 	r = ibv_poll_cq(cq->real, ne - n, wc + n);
 	if (r > 0)
-		r = retire_polled(cq->ctx, cq, wc + n, r);
+		r = retire_locked(cq->ctx, cq, wc + n, r);
 	return r < 0 ? (n ? n : r) : n + r;
 }
 
-/* A poll refused at the gate (fork.c): out of line, the fast path keeps its registers. */
+/* A poll refused (fork.c): out of line, the fast path keeps its registers. */
 static __attribute__((noinline, cold)) int poll_refused(int err)
 {
 	errno = err;
 	return -1;
 }
 
-/* poll_retire_exit() for a CQ whose completions are looked at (cq->slow): its lock held. */
-static __attribute__((noinline)) int poll_slow_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
-						    int n, unsigned int slow)
+/* poll_retire_unlock() for a CQ whose completions are looked at (cq->slow). */
+static __attribute__((noinline)) int poll_slow_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
+						      int n, unsigned int slow)
 {
-	struct ibckpt_context *ctx = cq->ctx;
-
-	n = retire_slow(ctx, cq, wc, n, slow);
+	n = retire_slow(cq->ctx, cq, wc, n, slow);
 	ibckpt_spin_unlock(&cq->lock);
-	ibckpt_gate_exit(&ctx->gate);
 	return n;
 }
 
 /*
- * What a poll found, retired; then out of the gate. Out of line and
+ * What a poll found, retired; then the CQ's lock released. Out of line and
  * reached by a tail call: an empty poll, most of a busy loop's, keeps few
  * registers. The one test of cq->slow sends the rest away, by a tail call
  * too: here every completion is the application's, and the count stays.
  */
-static __attribute__((noinline)) int poll_retire_exit(struct ibckpt_cq *cq, struct ibv_wc *wc,
-						      int n)
+static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
+							int n)
 {
 	struct ibckpt_context *ctx = cq->ctx;
 	unsigned int slow;
 	int i;
 
-	ibckpt_spin_lock(&cq->lock);
 	slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
 	if (__builtin_expect(slow != 0, 0))
-		return poll_slow_exit(cq, wc, n, slow);
+		return poll_slow_unlock(cq, wc, n, slow);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
 	ibckpt_spin_unlock(&cq->lock);
-	ibckpt_gate_exit(&ctx->gate);
 	return n;
 }
 
-static __attribute__((noinline)) int poll_drained_exit(struct ibckpt_cq *cq, int ne,
-						       struct ibv_wc *wc)
+static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, int ne,
+							 struct ibv_wc *wc)
 {
 	int n = poll_drained_first(cq, ne, wc);
 
-	ibckpt_gate_exit(&cq->ctx->gate);
+	ibckpt_spin_unlock(&cq->lock);
 	return n;
 }
 
+/* The CQ found closed by a quiesce (quiesce.c): wait, then poll. */
+static __attribute__((noinline, cold)) int poll_closed(struct ibckpt_cq *cq, int ne,
+						       struct ibv_wc *wc)
+{
+	int err;
+
+	ibckpt_spin_unlock(&cq->lock);
+	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->closed);
+	if (err)
+		return poll_refused(err);
+	return ibckpt_poll_cq(&cq->ibv_cq, ne, wc);
+}
+
+/*
+ * The vendor's poll and the private queue's service under the CQ's lock,
+ * which a quiesce takes to close the CQ (quiesce.c): no thread is inside
+ * the vendor's poll once it is closed.
+ */
 int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
 	int n;
 
-	n = ibckpt_gate_enter(&cq->ctx->gate);
-	if (__builtin_expect(n != 0, 0))	/* an inherited CQ (fork.c) */
-		return poll_refused(n);
+	if (__builtin_expect(ibckpt_ctx_refuses(cq->ctx), 0))	/* an inherited CQ (fork.c) */
+		return poll_refused(EACCES);
+	ibckpt_spin_lock(&cq->lock);
+	if (__builtin_expect(ibckpt_q_closed(&cq->closed), 0))
+		return poll_closed(cq, ne, wc);
 	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
-		return poll_drained_exit(cq, ne, wc);
+		return poll_drained_unlock(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
-		return poll_retire_exit(cq, wc, n);
-	ibckpt_gate_exit(&cq->ctx->gate);
+		return poll_retire_unlock(cq, wc, n);
+	ibckpt_spin_unlock(&cq->lock);
 	return n;
 }
 
@@ -509,7 +514,7 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct ibckpt_vcq vcq;
 	int ret;
 
-	/* Inside the gate: polls test the private queue without its lock. */
+	/* Inside the gate: the CQ is open (polls test the private queue under its lock). */
 	ret = ibckpt_gate_enter(&cq->ctx->gate);
 	if (ret)
 		return ret;

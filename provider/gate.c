@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,36 @@ int ibckpt_gate_wait_open(struct ibckpt_gate *g)
 		atomic_store(&ibckpt_gate_me.inside, g);
 		if (!atomic_load(&g->closed))
 			return 0;
+	}
+}
+
+/**
+ * ibckpt_gate_wait_queue() - sleep while a queue of @g's context is closed
+ * @g: the context's gate
+ * @q_closed: the queue's closed flag (quiesce.c), read without its lock
+ *
+ * A data-path verb found its queue closed under the queue's lock, and
+ * released the lock: it sleeps as a thread at the closed gate does, on the
+ * gate's word. A quiesce closes the gate before the queues and opens the
+ * queues before the gate, so a queue is closed only while the gate is,
+ * and the gate's wake comes after the queue opened.
+ * Return: 0 (the queue was seen open: the verb takes its lock again), or
+ * EACCES at a foreign gate.
+ */
+int ibckpt_gate_wait_queue(struct ibckpt_gate *g, const atomic_uint *q_closed)
+{
+	unsigned int c;
+
+	for (;;) {
+		c = atomic_load(&g->closed);
+		if (c == IBCKPT_GATE_FOREIGN)
+			return EACCES;
+		if (!atomic_load(q_closed))
+			return 0;
+		if (c)
+			futex(&g->closed, FUTEX_WAIT_PRIVATE, c, NULL);
+		else
+			sched_yield();	/* closed since the first load: look again */
 	}
 }
 

@@ -4,11 +4,13 @@
  * never be inside a vendor call, holding the vendor's queue locks, when the
  * control thread drains the CQs).
  *
- * Every forwarded verb runs between ibckpt_gate_enter() and
- * ibckpt_gate_exit(). The control thread closes the gate and waits until no
- * thread is inside; threads arriving at a closed gate sleep on a futex until
- * it reopens. The sleep is interruptible, so the kernel parks such a thread
- * like any other.
+ * Every forwarded verb but the posts and polls runs between
+ * ibckpt_gate_enter() and ibckpt_gate_exit() (posts and polls test their
+ * queue's flag under the queue's lock instead: quiesce.c; those closed
+ * wait on the gate's word, ibckpt_gate_wait_queue()). The control thread
+ * closes the gate and waits until no thread is inside; threads arriving at
+ * a closed gate sleep on a futex until it reopens. The sleep is
+ * interruptible, so the kernel parks such a thread like any other.
  *
  * Fast path: no cache line another thread writes. Each thread says which
  * gate it is inside in an entry of its own (struct ibckpt_gate_self, a
@@ -115,6 +117,7 @@ int ibckpt_gate_enter_slow(struct ibckpt_gate *g);
 int ibckpt_gate_wait_open(struct ibckpt_gate *g);
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g);
 void ibckpt_gate_make_foreign(struct ibckpt_gate *g);
+int ibckpt_gate_wait_queue(struct ibckpt_gate *g, const atomic_uint *q_closed);
 
 /*
  * Return: 0, inside the gate; or the errno a verb on a foreign context

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Control-path verbs behind the gate: creates, registrations, queries,
- * notification requests, multicast attachments. The data path, the destroys
- * and modify_srq enter the gate in their own files (a thread must never
- * enter twice: a closer would wait for it forever); these enter it here, around
- * the whole verb, so that none of them reaches the vendor while the control
+ * notification requests, multicast attachments. The destroys, modify_qp and
+ * modify_srq enter the gate in their own files (a thread must never enter
+ * twice: a closer would wait for it forever), posts and polls none (they
+ * test their queue's flag under its lock: quiesce.c); these enter it here,
+ * around the whole verb, so that none of them reaches the vendor while the control
  * thread holds the gates closed: nothing is created after a snapshot and
  * before the thaw (review finding #6), and no verb finds the vendor's
  * context gone while released (restart.h).

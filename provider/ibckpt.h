@@ -202,7 +202,8 @@ struct ibckpt_cq {
 	 * and so the 'done' counters of the queues completing to it, are
 	 * serialized by it; pollers of different CQs share nothing.
 	 */
-	struct ibckpt_spinlock lock;
+	struct ibckpt_spinlock lock __attribute__((aligned(64)));
+	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 		/*
 	 * What a poll or drain must do beyond retiring (IBCKPT_CQ_*): 0 but
@@ -267,6 +268,7 @@ struct ibckpt_srq {
 	uint32_t srq_limit;			/* last armed */
 	struct ibv_srq_init_attr_ex init;	/* as created (restart) */
 	struct ibckpt_spinlock lock;		/* rq log */
+	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_wrlog rq;
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
@@ -380,8 +382,10 @@ struct ibckpt_qp {
 	 * no line from each other (pollers write 'done': wrlog.h).
 	 */
 	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log */
+	atomic_uint sq_closed;			/* by a quiesce, tested under sq_lock (quiesce.c) */
 	struct ibckpt_wrlog sq;
 	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log */
+	atomic_uint rq_closed;			/* ... under rq_lock */
 	struct ibckpt_wrlog rq;
 	struct ibckpt_qp_history hist;
 	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */
@@ -561,6 +565,30 @@ void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
 
 /* control.c */
 extern bool ibckpt_quiesced;
+
+/*
+ * quiesce.c: a context's gate and its queues' closed flags. Posts and polls
+ * enter no gate: each takes its queue's lock and tests the queue's flag
+ * under it (ibckpt_q_closed()); a closed queue sends the verb to
+ * ibckpt_gate_wait_queue() and back. A forked child's inherited context
+ * refuses them before any lock (ibckpt_ctx_refuses()).
+ */
+int ibckpt_ctx_close(struct ibckpt_context *ctx, unsigned int timeout_ms);
+void ibckpt_ctx_open(struct ibckpt_context *ctx);
+
+/* Under the queue's lock; acquire: an opening is a release store without the lock. */
+static inline bool ibckpt_q_closed(const atomic_uint *closed)
+{
+	return atomic_load_explicit(closed, memory_order_acquire) != 0;
+}
+
+/* Inherited by a forked child (fork.c): its queues' locks may be copied held. */
+static inline bool ibckpt_ctx_refuses(const struct ibckpt_context *ctx)
+{
+	return atomic_load_explicit(&ctx->gate.closed, memory_order_relaxed) ==
+	       IBCKPT_GATE_FOREIGN;
+}
+
 void ibckpt_control_start(void);
 int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved);
 void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp);

@@ -222,7 +222,7 @@ struct ibckpt_mw *ibckpt_mw_find(struct ibckpt_context *ctx, uint32_t rkey, bool
  *	byte, on the window's index)
  * @qp: the QP it was posted on
  *
- * Called with the posting QP's send-queue lock held, inside the gate.
+ * Called with the posting QP's send-queue lock held, the queue open.
  */
 void ibckpt_mw_bound(struct ibckpt_mw *mw, const struct ibv_mw_bind_info *bind, uint32_t rkey,
 		     struct ibckpt_qp *qp)
@@ -281,7 +281,7 @@ void ibckpt_mw_wr_real(const struct ibv_send_wr *src, struct ibv_send_wr *c)
  * that failed before is forgotten (and this one, should it fail, makes the
  * state unknown again: ibckpt_mw_failed()). (The vendor's window keeps the
  * key it was posted with: ibckpt_mw_wr_real().)
- * Context: the send queue's lock held, inside the gate.
+ * Context: the send queue's lock held, the queue open.
  */
 void ibckpt_mw_moved(struct ibckpt_context *ctx, const struct ibv_send_wr *wr,
 		     struct ibckpt_qp *qp)
@@ -322,7 +322,7 @@ unsigned int ibckpt_mw_wc_inv(const char *vendor)
  * sets IBV_WC_IP_CSUM_OK on UD and raw packet receives, whose
  * invalidated_rkey is not written); the key is checked against the
  * window's own.
- * Context: the CQ's lock held, inside the gate.
+ * Context: the CQ's lock held, the CQ open.
  */
 void ibckpt_mw_wc(struct ibckpt_context *ctx, struct ibv_wc *wc)
 {

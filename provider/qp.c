@@ -511,7 +511,7 @@ static int post_send_copies(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32
 }
 
 /*
- * Lists, UD and window binds: under the send queue's lock, inside the gate.
+ * Lists, UD and window binds: under the send queue's lock, the queue open.
  * Out of line, so that the one-request path needs few registers.
  */
 static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
@@ -599,16 +599,30 @@ static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, str
 	return post_send_list(qp, wr, bad);
 }
 
+/* The send queue found closed by a quiesce (quiesce.c): wait, then post. */
+static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp,
+							     struct ibv_send_wr *wr,
+							     struct ibv_send_wr **bad)
+{
+	int err;
+
+	ibckpt_spin_unlock(&qp->sq_lock);
+	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_closed);
+	if (err)
+		return post_send_refused(wr, bad, err);
+	return ibckpt_post_send(&qp->vqp.qp, wr, bad);
+}
+
 int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
-	struct ibckpt_gate *g = &qp->ctx->gate;
 	int ret;
 
-	ret = ibckpt_gate_enter(g);
-	if (__builtin_expect(ret != 0, 0))
-		return post_send_refused(wr, bad, ret);
+	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
+		return post_send_refused(wr, bad, EACCES);
 	ibckpt_spin_lock(&qp->sq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->sq_closed), 0))
+		return post_send_closed(qp, wr, bad);
 	/*
 	 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
 	 * binds, which move a window's state, TSO, SEND_WITH_INV, atomic
@@ -630,7 +644,6 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		}
 	}
 	ibckpt_spin_unlock(&qp->sq_lock);
-	ibckpt_gate_exit(g);
 	return ret;
 }
 
@@ -639,20 +652,16 @@ static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_
 	return ibv_post_recv(real, wr, bad);
 }
 
-/* A receive queue without a log (SRQ, XRC), or a remapped context's. */
+/* A receive queue without a log (SRQ, XRC), or a remapped context's: under rq_lock. */
 static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
 						       struct ibv_recv_wr **bad)
 {
 	struct ibckpt_context *ctx = qp->ctx;
 	struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
-	int ret;
 
 	if (!qp->rq_logged)	/* the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
-	ibckpt_spin_lock(&qp->rq_lock);
-	ret = ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
-	ibckpt_spin_unlock(&qp->rq_lock);
-	return ret;
+	return ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
 }
 
 static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr *wr,
@@ -662,23 +671,35 @@ static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr 
 	return err;
 }
 
+/* The receive queue found closed by a quiesce (quiesce.c): wait, then post. */
+static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp,
+							     struct ibv_recv_wr *wr,
+							     struct ibv_recv_wr **bad)
+{
+	int err;
+
+	ibckpt_spin_unlock(&qp->rq_lock);
+	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->rq_closed);
+	if (err)
+		return post_recv_refused(wr, bad, err);
+	return ibckpt_post_recv(&qp->vqp.qp, wr, bad);
+}
+
 int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
-	struct ibckpt_gate *g = &qp->ctx->gate;
 	int ret;
 
-	ret = ibckpt_gate_enter(g);
-	if (__builtin_expect(ret != 0, 0))
-		return post_recv_refused(wr, bad, ret);
-	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0)) {
+	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
+		return post_recv_refused(wr, bad, EACCES);
+	ibckpt_spin_lock(&qp->rq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->rq_closed), 0))
+		return post_recv_closed(qp, wr, bad);
+	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0))
 		ret = post_recv_general(qp, wr, bad);
-	} else {
-		ibckpt_spin_lock(&qp->rq_lock);
+	else
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
-		ibckpt_spin_unlock(&qp->rq_lock);
-	}
-	ibckpt_gate_exit(g);
+	ibckpt_spin_unlock(&qp->rq_lock);
 	return ret;
 }
 

@@ -7,7 +7,7 @@
  * grows with the batch, up to the send queue's depth (it starts small: a
  * deep queue with many SGEs would otherwise cost megabytes to stage what is
  * mostly one request at a time); ibv_wr_complete() hands the list to
- * ibckpt_qpx_post() (qp_ex_post.c), which logs it, gated like any post, and
+ * ibckpt_qpx_post() (qp_ex_post.c), which logs it like any post, and
  * gives it to the vendor's own ibv_wr_* API: all of it or none. The
  * vendor's QP is created with the same send_ops_flags, so it accepts or
  * refuses them as without ibckpt.

@@ -2,7 +2,7 @@
 /*
  * An ibv_wr_* batch (qp_ex.c's staging) to the vendor: all of it or none,
  * as ibv_wr_complete() promises. Every request is logged first, under the
- * send queue's lock and inside the gate like any post; the batch then goes
+ * send queue's lock, the queue open, like any post; the batch then goes
  * to the vendor's own ibv_wr_* API in the vendor's terms (its AH, window
  * and MR; translated keys and QPNs after a restart), and the vendor's
  * ibv_wr_complete() posts it whole or not at all. A batch the log or the
@@ -178,20 +178,24 @@ static int post_batch_locked(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
  * @qp: the shadow QP
  * @wr: the batch, a list qp_ex.c built (read only)
  *
- * Return: 0, or the error of the log (ENOMEM, EINVAL), of the gate, or of
- * the vendor; nothing of the batch posted then.
+ * Return: 0, or the error of the log (ENOMEM, EINVAL), EACCES (a forked
+ * child's inherited QP), or the vendor's; nothing of the batch posted then.
  */
 int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 {
-	struct ibckpt_gate *g = &qp->ctx->gate;
 	int ret;
 
-	ret = ibckpt_gate_enter(g);
-	if (ret)
-		return ret;
+	if (ibckpt_ctx_refuses(qp->ctx))
+		return EACCES;
 	ibckpt_spin_lock(&qp->sq_lock);
+	while (__builtin_expect(ibckpt_q_closed(&qp->sq_closed), 0)) {	/* quiesce.c */
+		ibckpt_spin_unlock(&qp->sq_lock);
+		ret = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_closed);
+		if (ret)
+			return ret;
+		ibckpt_spin_lock(&qp->sq_lock);
+	}
 	ret = post_batch_locked(qp, wr);
 	ibckpt_spin_unlock(&qp->sq_lock);
-	ibckpt_gate_exit(g);
 	return ret;
 }

@@ -133,12 +133,8 @@ static void gates_reopen(void)
 {
 	struct ibckpt_context *ctx;
 
-	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next) {
-		if (ctx->gate_closed) {
-			ibckpt_gate_open(&ctx->gate);
-			ctx->gate_closed = false;
-		}
-	}
+	for (ctx = ibckpt_ctxs; ctx; ctx = ctx->next)
+		ibckpt_ctx_open(ctx);	/* its queues, then its gate */
 	ibckpt_quiesced = false;
 }
 

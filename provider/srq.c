@@ -230,12 +230,20 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	struct ibckpt_context *ctx = srq->ctx;
 	int ret;
 
-	ret = ibckpt_gate_enter(&ctx->gate);
-	if (ret) {
+	if (ibckpt_ctx_refuses(ctx)) {
 		*bad = wr;
-		return ret;
+		return EACCES;
 	}
 	ibckpt_spin_lock(&srq->lock);
+	while (__builtin_expect(ibckpt_q_closed(&srq->closed), 0)) {	/* quiesce.c */
+		ibckpt_spin_unlock(&srq->lock);
+		ret = ibckpt_gate_wait_queue(&ctx->gate, &srq->closed);
+		if (ret) {
+			*bad = wr;
+			return ret;
+		}
+		ibckpt_spin_lock(&srq->lock);
+	}
 	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };
 
@@ -245,7 +253,6 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 	else
 		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
 	ibckpt_spin_unlock(&srq->lock);
-	ibckpt_gate_exit(&ctx->gate);
 	return ret;
 }
 

@@ -3225,6 +3225,216 @@ static void remapped_poll_needs_no_context_lock(void)
 	app_fini();
 }
 
+/* An application thread posting to both queues of a QP, or polling a CQ, at closed queues. */
+struct closed_verb {
+	struct ibv_qp *q;
+	struct ibv_cq *cq;
+	int got;			/* the poll's */
+	struct ibv_wc wc;
+	int sret, rret;			/* the posts' */
+	atomic_bool done;
+};
+
+static void *closed_poll(void *arg)
+{
+	struct closed_verb *c = arg;
+	struct ibv_wc wc[2];
+
+	c->got = ibckpt_poll_cq(c->cq, 2, wc);
+	c->wc = wc[0];
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void *closed_post(void *arg)
+{
+	struct closed_verb *c = arg;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *rbad;
+
+	c->sret = ibckpt_post_send(c->q, &swr, &sbad);
+	c->rret = ibckpt_post_recv(c->q, &rwr, &rbad);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+/* Does @done stay false for 100 ms? */
+static bool stays_waiting(atomic_bool *done)
+{
+	int i;
+
+	for (i = 0; i < 100 && !atomic_load(done); i++)
+		usleep(1000);
+	return !atomic_load(done);
+}
+
+/*
+ * Posts and polls enter no gate (issue #14): the quiesce closes each queue
+ * under its lock. A poller and a poster arriving at closed queues wait,
+ * reaching neither the vendor's poll nor its posts, while the control
+ * thread drains; once the context opens they go on, the poll returning
+ * what the drain moved.
+ */
+static void verbs_wait_at_a_closed_queue(void)
+{
+	struct closed_verb p = { 0 }, s = { 0 };
+	pthread_t tp, ts;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t k = 0;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	q = rc_qp(cq, cq);
+	post_both(q, 1);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND, .qp_num = q->qp_num };
+	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
+	CHECK(ctx->gate_closed);
+	p.cq = cq;
+	s.q = q;
+	CHECK_EQ(pthread_create(&tp, NULL, closed_poll, &p), 0);
+	CHECK_EQ(pthread_create(&ts, NULL, closed_post, &s), 0);
+	CHECK(stays_waiting(&p.done));
+	CHECK(stays_waiting(&s.done));
+	CHECK_EQ(v.ncqe, 1);			/* the poller is not in the vendor's poll */
+	CHECK_EQ(v.sends, 1);			/* nor the poster in its posts */
+	CHECK_EQ(v.recv_posts, 1);
+	CHECK_EQ(ibckpt_cq_drain(to_icq(cq), &k), 0);	/* as a quiesce does meanwhile */
+	CHECK_EQ(k, 1);
+	ibckpt_ctx_open(ctx);
+	CHECK(!ctx->gate_closed);
+	pthread_join(tp, NULL);
+	pthread_join(ts, NULL);
+	CHECK_EQ(p.got, 1);			/* what the drain moved */
+	CHECK_EQ(p.wc.wr_id, 1);
+	CHECK_EQ(s.sret, 0);
+	CHECK_EQ(s.rret, 0);
+	CHECK_EQ(v.sends, 2);
+	CHECK_EQ(v.recv_posts, 2);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+struct busy_poller {
+	struct ibv_cq *cq;
+	atomic_uint polls;
+	atomic_bool stop;
+};
+
+static void *busy_poll(void *arg)
+{
+	struct busy_poller *b = arg;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&b->stop)) {
+		ibckpt_poll_cq(b->cq, 1, &wc);
+		atomic_fetch_add(&b->polls, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A thread polling an empty CQ in a busy loop holds its lock most of the
+ * time: the close still takes it, and the poller stops until the open.
+ */
+static void close_beats_a_busy_poller(void)
+{
+	struct busy_poller b = { 0 };
+	unsigned int n;
+	pthread_t t;
+
+	app_init();
+	b.cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	CHECK_EQ(pthread_create(&t, NULL, busy_poll, &b), 0);
+	while (atomic_load(&b.polls) < 1000)
+		usleep(100);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 2000), 0);
+	usleep(10000);
+	n = atomic_load(&b.polls);
+	usleep(50000);
+	CHECK(atomic_load(&b.polls) - n <= 1);	/* waiting at the closed CQ */
+	atomic_store(&b.stop, true);
+	ibckpt_ctx_open(ctx);
+	pthread_join(t, NULL);
+	CHECK_EQ(ibckpt_destroy_cq(b.cq), 0);
+	app_fini();
+}
+
+struct closed_create {
+	struct ibv_cq *cq;
+	atomic_bool done;
+};
+
+static void *create_meanwhile(void *arg)
+{
+	struct closed_create *c = arg;
+
+	c->cq = ibckpt_create_cq(&ctx->vctx.context, 4, NULL, 0);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+/*
+ * A CQ created while the context is closed waits at the gate, is born
+ * when the queues are open again, and the next quiesce closes it with the
+ * others. A quiesce that finds a queue's lock held (a thread stopped inside
+ * a post or poll) gives up and leaves every queue and the gate open.
+ */
+static void queues_closed_and_opened_whole(void)
+{
+	struct closed_create c = { 0 };
+	struct closed_verb p = { 0 };
+	struct ibckpt_cq *icq;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	pthread_t t;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	q = rc_qp(cq, cq);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
+	CHECK_EQ(atomic_load(&to_iqp(q)->sq_closed), 1);
+	CHECK_EQ(atomic_load(&to_iqp(q)->rq_closed), 1);
+	CHECK_EQ(atomic_load(&to_icq(cq)->closed), 1);
+	CHECK_EQ(pthread_create(&t, NULL, create_meanwhile, &c), 0);
+	CHECK(stays_waiting(&c.done));		/* at the gate */
+	ibckpt_ctx_open(ctx);
+	pthread_join(t, NULL);
+	CHECK(c.cq != NULL);
+	icq = to_icq(c.cq);
+	CHECK_EQ(atomic_load(&icq->closed), 0);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
+	CHECK_EQ(atomic_load(&icq->closed), 1);	/* on the list: closed with the others */
+	p.cq = c.cq;
+	CHECK_EQ(pthread_create(&t, NULL, closed_poll, &p), 0);
+	CHECK(stays_waiting(&p.done));
+	ibckpt_ctx_open(ctx);
+	pthread_join(t, NULL);
+	CHECK_EQ(p.got, 0);
+
+	/*
+	 * a poller stopped inside the vendor's poll of the last queue: the
+	 * quiesce gives up, the queues it closed before open again
+	 */
+	ibckpt_spin_lock(&icq->lock);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 30), ETIMEDOUT);
+	ibckpt_spin_unlock(&icq->lock);
+	CHECK(!ctx->gate_closed);
+	CHECK_EQ(atomic_load(&ctx->gate.closed), 0);
+	CHECK_EQ(atomic_load(&to_iqp(q)->sq_closed), 0);
+	CHECK_EQ(atomic_load(&to_iqp(q)->rq_closed), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->closed), 0);
+	CHECK_EQ(atomic_load(&icq->closed), 0);
+	post_both(q, 1);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	CHECK_EQ(ibckpt_destroy_cq(c.cq), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
 /*
  * query_device_ex does not advertise what ibckpt refuses to stack (issue
  * #14: applications fall back instead of failing), and writes no byte past
@@ -3280,6 +3490,8 @@ static int same_file_fds(int fd)
 	return n;
 }
 
+static struct ibv_qp *fork_parent_qp;
+
 /*
  * The child's part of fork_child_gets_its_own(); its exit status says
  * whether every check passed. SIGALRM ends it if a verb hangs.
@@ -3292,6 +3504,11 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	struct ibv_wc wc;
 	void *got_ctx;
 
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND }, *sbad = NULL;
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad = NULL;
+
 	alarm(10);
 	/* inherited: foreign, walked by no quiesce of the child's */
 	CHECK(ibckpt_ctxs == NULL);
@@ -3302,6 +3519,11 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	errno = 0;
 	CHECK_EQ(ibckpt_poll_cq(parent_cq, 1, &wc), -1);
 	CHECK_EQ(errno, EACCES);
+	/* ... before the queues' locks, copied held from the parent's poller and posters */
+	CHECK_EQ(ibckpt_post_send(fork_parent_qp, &swr, &sbad), EACCES);
+	CHECK(sbad == &swr);
+	CHECK_EQ(ibckpt_post_recv(fork_parent_qp, &rwr, &rbad), EACCES);
+	CHECK(rbad == &rwr);
 	CHECK_EQ(ibckpt_gated_ops.req_notify_cq(parent_cq, 0), EACCES);
 	CHECK_EQ(ibckpt_destroy_cq(parent_cq), EACCES);
 	errno = 0;
@@ -3331,10 +3553,12 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 }
 
 /*
- * fork() with a parent thread inside a verb (the gate counts it, and it
- * holds the context's qpn_lock, as a poll does): the child's copy of the
- * context is foreign, every verb on it refused at once; a context the child
- * opens works, its completion channel included. The parent goes on.
+ * fork() with parent threads inside verbs (the gate counts one, and it
+ * holds the context's qpn_lock, as a poll does; others hold a CQ's lock
+ * and a QP's queue locks, inside the vendor's poll and posts, which enter
+ * no gate): the child's copy of the context is foreign, every verb on it
+ * refused at once; a context the child opens works, its completion channel
+ * included. The parent goes on.
  */
 static void fork_child_gets_its_own(void)
 {
@@ -3354,12 +3578,21 @@ static void fork_child_gets_its_own(void)
 	CHECK_EQ(same_file_fds(ch.fd), 2);
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 9, .qp_num = 0x1234 };
 
+	fork_parent_qp = rc_qp(cq, cq);
+
 	CHECK_EQ(ibckpt_gate_enter(&ctx->gate), 0);
 	ibckpt_spin_lock(&ctx->qpn_lock);
+	/* as a poller inside the vendor's poll and posters inside its posts */
+	ibckpt_spin_lock(&to_icq(cq)->lock);
+	ibckpt_spin_lock(&to_iqp(fork_parent_qp)->sq_lock);
+	ibckpt_spin_lock(&to_iqp(fork_parent_qp)->rq_lock);
 	fflush(stdout);
 	pid = fork();
 	if (!pid)
 		forked_child(pctx, cq, &ch);
+	ibckpt_spin_unlock(&to_iqp(fork_parent_qp)->rq_lock);
+	ibckpt_spin_unlock(&to_iqp(fork_parent_qp)->sq_lock);
+	ibckpt_spin_unlock(&to_icq(cq)->lock);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
 	ibckpt_gate_exit(&ctx->gate);
 	CHECK(pid > 0);
@@ -3378,6 +3611,7 @@ static void fork_child_gets_its_own(void)
 	CHECK_EQ(ibv_get_cq_event(&ch, &got, &got_ctx), 0);
 	CHECK(got == cq);
 	ibv_ack_cq_events(cq, 1);
+	CHECK_EQ(ibckpt_destroy_qp(fork_parent_qp), 0);
 	app_destroy_cq(cq);
 	app_channel_destroy(&ch);
 	ctx_list(false);
@@ -5548,6 +5782,9 @@ int main(void)
 	RUN(multicast_groups_come_back);
 	RUN(ud_source_is_translated);
 	RUN(remapped_poll_needs_no_context_lock);
+	RUN(verbs_wait_at_a_closed_queue);
+	RUN(queues_closed_and_opened_whole);
+	RUN(close_beats_a_busy_poller);
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
 	RUN(fork_while_forwarding);
