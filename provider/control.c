@@ -415,6 +415,7 @@ static void *control_main(void *arg)
 	unsigned int n, cap = 0;
 
 	(void)arg;	/* ctl_fd: set by ibckpt_control_start() */
+	ibckpt_ctl_self = true;	/* the queues it closes are its own (spinlock.h) */
 	if (register_fd(ctl_fd)) {
 		ctl_fd_set(-1);
 		stop_forwarding();

@@ -360,7 +360,7 @@ static __attribute__((noinline)) int poll_slow_unlock(struct ibckpt_cq *cq, stru
 						      int n, unsigned int slow)
 {
 	n = retire_slow(cq->ctx, cq, wc, n, slow);
-	ibckpt_spin_unlock(&cq->lock);
+	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }
 
@@ -382,7 +382,7 @@ static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, st
 		return poll_slow_unlock(cq, wc, n, slow);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
-	ibckpt_spin_unlock(&cq->lock);
+	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }
 
@@ -391,7 +391,7 @@ static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, i
 {
 	int n = poll_drained_first(cq, ne, wc);
 
-	ibckpt_spin_unlock(&cq->lock);
+	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }
 
@@ -401,8 +401,8 @@ static __attribute__((noinline, cold)) int poll_closed(struct ibckpt_cq *cq, int
 {
 	int err;
 
-	ibckpt_spin_unlock(&cq->lock);
-	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->closed);
+	ibckpt_spin_unlock_raw(&cq->lock);
+	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->lock.closed);
 	if (err)
 		return poll_refused(err);
 	return ibckpt_poll_cq(&cq->ibv_cq, ne, wc);
@@ -420,15 +420,15 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 	if (__builtin_expect(ibckpt_ctx_refuses(cq->ctx), 0))	/* an inherited CQ (fork.c) */
 		return poll_refused(EACCES);
-	ibckpt_spin_lock(&cq->lock);
-	if (__builtin_expect(ibckpt_q_closed(&cq->closed), 0))
+	ibckpt_spin_lock_raw(&cq->lock);
+	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
 		return poll_closed(cq, ne, wc);
 	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
 		return poll_drained_unlock(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
 		return poll_retire_unlock(cq, wc, n);
-	ibckpt_spin_unlock(&cq->lock);
+	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }
 

@@ -203,7 +203,6 @@ struct ibckpt_cq {
 	 * serialized by it; pollers of different CQs share nothing.
 	 */
 	struct ibckpt_spinlock lock __attribute__((aligned(64)));
-	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_qp *last_qp;		/* last QP completions came for */
 		/*
 	 * What a poll or drain must do beyond retiring (IBCKPT_CQ_*): 0 but
@@ -268,7 +267,6 @@ struct ibckpt_srq {
 	uint32_t srq_limit;			/* last armed */
 	struct ibv_srq_init_attr_ex init;	/* as created (restart) */
 	struct ibckpt_spinlock lock;		/* rq log */
-	atomic_uint closed;			/* by a quiesce, tested under lock (quiesce.c) */
 	struct ibckpt_wrlog rq;
 	atomic_uint async_seen;			/* async events read (async_event op) */
 	uint32_t async_sent;			/* ... forwarded (channel.c, chan_lock) */
@@ -382,10 +380,8 @@ struct ibckpt_qp {
 	 * no line from each other (pollers write 'done': wrlog.h).
 	 */
 	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log */
-	atomic_uint sq_closed;			/* by a quiesce, tested under sq_lock (quiesce.c) */
 	struct ibckpt_wrlog sq;
 	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log */
-	atomic_uint rq_closed;			/* ... under rq_lock */
 	struct ibckpt_wrlog rq;
 	struct ibckpt_qp_history hist;
 	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */

@@ -606,8 +606,8 @@ static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp
 {
 	int err;
 
-	ibckpt_spin_unlock(&qp->sq_lock);
-	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_closed);
+	ibckpt_spin_unlock_raw(&qp->sq_lock);
+	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_lock.closed);
 	if (err)
 		return post_send_refused(wr, bad, err);
 	return ibckpt_post_send(&qp->vqp.qp, wr, bad);
@@ -620,8 +620,8 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 
 	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
 		return post_send_refused(wr, bad, EACCES);
-	ibckpt_spin_lock(&qp->sq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->sq_closed), 0))
+	ibckpt_spin_lock_raw(&qp->sq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0))
 		return post_send_closed(qp, wr, bad);
 	/*
 	 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
@@ -643,7 +643,7 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 				ret = post_send_failed(qp, bad, ret);
 		}
 	}
-	ibckpt_spin_unlock(&qp->sq_lock);
+	ibckpt_spin_unlock_raw(&qp->sq_lock);
 	return ret;
 }
 
@@ -678,8 +678,8 @@ static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp
 {
 	int err;
 
-	ibckpt_spin_unlock(&qp->rq_lock);
-	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->rq_closed);
+	ibckpt_spin_unlock_raw(&qp->rq_lock);
+	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->rq_lock.closed);
 	if (err)
 		return post_recv_refused(wr, bad, err);
 	return ibckpt_post_recv(&qp->vqp.qp, wr, bad);
@@ -692,14 +692,14 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 
 	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
 		return post_recv_refused(wr, bad, EACCES);
-	ibckpt_spin_lock(&qp->rq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->rq_closed), 0))
+	ibckpt_spin_lock_raw(&qp->rq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->rq_lock.closed), 0))
 		return post_recv_closed(qp, wr, bad);
 	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0))
 		ret = post_recv_general(qp, wr, bad);
 	else
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
-	ibckpt_spin_unlock(&qp->rq_lock);
+	ibckpt_spin_unlock_raw(&qp->rq_lock);
 	return ret;
 }
 

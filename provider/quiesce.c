@@ -17,7 +17,9 @@
  * and every later one sees the flag. Once every queue is closed no thread
  * is inside a vendor post or poll, and none gets in, until the queues
  * open. The closer holds one queue lock at a time, briefly, so this adds
- * no lock order; opening takes none.
+ * no lock order; opening takes none. While closed, a queue is the control
+ * thread's alone: its own lock and unlock of it are no-ops, since a thread
+ * the freeze parked on its way out may hold the lock (spinlock.h).
  *
  * Order: the gate closes first and opens last. Closing it waits until no
  * control-path verb is inside, so the context's object list stands still
@@ -64,7 +66,7 @@ static int q_close(struct ibckpt_spinlock *l, atomic_uint *closed, const struct 
 		}
 		nanosleep(&nap, NULL);
 	}
-	ibckpt_spin_unlock(l);
+	ibckpt_spin_unlock_raw(l);
 	return 0;
 }
 
@@ -94,27 +96,27 @@ static int queues_set(struct ibckpt_context *ctx, bool close, const struct times
 			struct ibckpt_qp *qp = ibckpt_container_of(o, struct ibckpt_qp, obj);
 
 			if (!close) {
-				q_open(&qp->sq_closed);
-				q_open(&qp->rq_closed);
+				q_open(&qp->sq_lock.closed);
+				q_open(&qp->rq_lock.closed);
 				continue;
 			}
-			err = q_close(&qp->sq_lock, &qp->sq_closed, t0, timeout_ms);
+			err = q_close(&qp->sq_lock, &qp->sq_lock.closed, t0, timeout_ms);
 			if (!err)
-				err = q_close(&qp->rq_lock, &qp->rq_closed, t0, timeout_ms);
+				err = q_close(&qp->rq_lock, &qp->rq_lock.closed, t0, timeout_ms);
 		} else if (o->type == IBCKPT_SNAP_SRQ) {
 			struct ibckpt_srq *srq = ibckpt_container_of(o, struct ibckpt_srq, obj);
 
 			if (!close)
-				q_open(&srq->closed);
+				q_open(&srq->lock.closed);
 			else
-				err = q_close(&srq->lock, &srq->closed, t0, timeout_ms);
+				err = q_close(&srq->lock, &srq->lock.closed, t0, timeout_ms);
 		} else if (o->type == IBCKPT_SNAP_CQ) {
 			struct ibckpt_cq *cq = ibckpt_container_of(o, struct ibckpt_cq, obj);
 
 			if (!close)
-				q_open(&cq->closed);
+				q_open(&cq->lock.closed);
 			else
-				err = q_close(&cq->lock, &cq->closed, t0, timeout_ms);
+				err = q_close(&cq->lock, &cq->lock.closed, t0, timeout_ms);
 		}
 	}
 	return err;

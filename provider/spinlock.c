@@ -3,6 +3,9 @@
 #include <sched.h>
 #include "spinlock.h"
 
+/* The control thread sets it (control.c): see spinlock.h. */
+__thread bool ibckpt_ctl_self __attribute__((tls_model("initial-exec")));
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -4,11 +4,20 @@
  *
  * Inline, so that an uncontended lock costs one atomic exchange and an
  * unlock one store, with no call into libc on every post and poll. Held
- * only for a few hundred instructions at most, and only while the
- * context's queues are open (quiesce.c): a quiesce takes every queue's
- * lock to close it, so a thread parked by a freeze never holds one. Contended
- * waiters spin on a plain load and yield now and then, since on a small
- * machine the holder may be waiting for the CPU they spin on.
+ * only for a few hundred instructions at most. Contended waiters spin on a
+ * plain load and yield now and then, since on a small machine the holder
+ * may be waiting for the CPU they spin on.
+ *
+ * A queue's lock also carries the queue's 'closed' flag (quiesce.c). Posts
+ * and polls take the lock with the _raw calls and test the flag under it;
+ * a closed queue sends them away at once, touching nothing. Such a thread
+ * can still be parked by the freeze between its exchange and its unlock,
+ * and then holds the lock for as long as the job is frozen. So while a
+ * queue is closed it is the control thread's alone: its own lock and
+ * unlock of that queue are no-ops (ibckpt_spin_lock()), and it never
+ * waits for a thread the freeze parked. The flag changes only in the
+ * control thread, outside its locked sections, so its lock and unlock of
+ * one section always agree.
  */
 #ifndef IBCKPT_SPINLOCK_H
 #define IBCKPT_SPINLOCK_H
@@ -18,19 +27,29 @@
 
 struct ibckpt_spinlock {
 	atomic_int locked;
+	atomic_uint closed;	/* a queue's lock: closed by a quiesce (quiesce.c) */
 };
+
+/* Set in the provider's control thread only (control.c). */
+extern __thread bool ibckpt_ctl_self __attribute__((tls_model("initial-exec")));
 
 void ibckpt_spin_lock_contended(struct ibckpt_spinlock *l);
 
 static inline void ibckpt_spin_init(struct ibckpt_spinlock *l)
 {
 	atomic_init(&l->locked, 0);
+	atomic_init(&l->closed, 0);
 }
 
-static inline void ibckpt_spin_lock(struct ibckpt_spinlock *l)
+static inline void ibckpt_spin_lock_raw(struct ibckpt_spinlock *l)
 {
 	if (__builtin_expect(atomic_exchange_explicit(&l->locked, 1, memory_order_acquire), 0))
 		ibckpt_spin_lock_contended(l);
+}
+
+static inline void ibckpt_spin_unlock_raw(struct ibckpt_spinlock *l)
+{
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
 }
 
 /* Return: true if it was free, and is now the caller's. */
@@ -40,9 +59,23 @@ static inline bool ibckpt_spin_trylock(struct ibckpt_spinlock *l)
 	       !atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
 }
 
+/* The control thread at a queue it closed: the queue is its own (above). */
+static inline bool ibckpt_spin_owned(const struct ibckpt_spinlock *l)
+{
+	return __builtin_expect(atomic_load_explicit(&l->closed, memory_order_relaxed) != 0, 0) &&
+	       ibckpt_ctl_self;
+}
+
+static inline void ibckpt_spin_lock(struct ibckpt_spinlock *l)
+{
+	if (!ibckpt_spin_owned(l))
+		ibckpt_spin_lock_raw(l);
+}
+
 static inline void ibckpt_spin_unlock(struct ibckpt_spinlock *l)
 {
-	atomic_store_explicit(&l->locked, 0, memory_order_release);
+	if (!ibckpt_spin_owned(l))
+		ibckpt_spin_unlock_raw(l);
 }
 
 #endif

@@ -234,15 +234,15 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 		*bad = wr;
 		return EACCES;
 	}
-	ibckpt_spin_lock(&srq->lock);
-	while (__builtin_expect(ibckpt_q_closed(&srq->closed), 0)) {	/* quiesce.c */
-		ibckpt_spin_unlock(&srq->lock);
-		ret = ibckpt_gate_wait_queue(&ctx->gate, &srq->closed);
+	ibckpt_spin_lock_raw(&srq->lock);
+	while (__builtin_expect(ibckpt_q_closed(&srq->lock.closed), 0)) {	/* quiesce.c */
+		ibckpt_spin_unlock_raw(&srq->lock);
+		ret = ibckpt_gate_wait_queue(&ctx->gate, &srq->lock.closed);
 		if (ret) {
 			*bad = wr;
 			return ret;
 		}
-		ibckpt_spin_lock(&srq->lock);
+		ibckpt_spin_lock_raw(&srq->lock);
 	}
 	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };
@@ -252,7 +252,7 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 		ret = ibckpt_wrlog_post_recv_list(&srq->rq, srq, vendor_post_xsrq_recv, wr, bad);
 	else
 		ret = ibckpt_wrlog_post_recv(&srq->rq, srq->real, vendor_post_srq_recv, wr, bad);
-	ibckpt_spin_unlock(&srq->lock);
+	ibckpt_spin_unlock_raw(&srq->lock);
 	return ret;
 }
 

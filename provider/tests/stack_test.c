@@ -2771,6 +2771,56 @@ static void release_check_after_the_drain(void)
 	app_fini();
 }
 
+/*
+ * A thread the freeze parked between a post's or a poll's lock and its test
+ * of the closed flag holds that queue's lock for as long as the job is
+ * frozen. The control thread's release drains and plans under those locks
+ * after the answer: it must not wait for such a thread (a review of the
+ * queues' closed flags: it spun there for good, the release never
+ * answered).
+ */
+static void release_beside_a_parked_lock_holder(void)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	ibckpt_ctl_self = true;
+	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
+	ibckpt_quiesced = true;
+	/* parked in the middle of a poll and of a post, their locks taken */
+	atomic_store(&to_icq(cq)->lock.locked, 1);
+	atomic_store(&to_iqp(q)->sq_lock.locked, 1);
+	alarm(20);
+	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), 0);
+	alarm(0);
+	CHECK_EQ(v.ncqe, 0);				/* drained all the same */
+	/* thawed: they see the flag, let go (the lock word is theirs) */
+	atomic_store(&to_icq(cq)->lock.locked, 0);
+	atomic_store(&to_iqp(q)->sq_lock.locked, 0);
+	ibckpt_quiesced = false;
+	ibckpt_ctx_open(ctx);
+	ibckpt_ctl_self = false;
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);	/* from the private queue */
+	CHECK_EQ(wc.wr_id, 7);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
 /* A REACQUIRE's device map names are C strings: one without its NUL is refused (review L8). */
 static void reacquire_map_names_terminated(void)
 {
@@ -3396,18 +3446,18 @@ static void queues_closed_and_opened_whole(void)
 	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
 	q = rc_qp(cq, cq);
 	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
-	CHECK_EQ(atomic_load(&to_iqp(q)->sq_closed), 1);
-	CHECK_EQ(atomic_load(&to_iqp(q)->rq_closed), 1);
-	CHECK_EQ(atomic_load(&to_icq(cq)->closed), 1);
+	CHECK_EQ(atomic_load(&to_iqp(q)->sq_lock.closed), 1);
+	CHECK_EQ(atomic_load(&to_iqp(q)->rq_lock.closed), 1);
+	CHECK_EQ(atomic_load(&to_icq(cq)->lock.closed), 1);
 	CHECK_EQ(pthread_create(&t, NULL, create_meanwhile, &c), 0);
 	CHECK(stays_waiting(&c.done));		/* at the gate */
 	ibckpt_ctx_open(ctx);
 	pthread_join(t, NULL);
 	CHECK(c.cq != NULL);
 	icq = to_icq(c.cq);
-	CHECK_EQ(atomic_load(&icq->closed), 0);
+	CHECK_EQ(atomic_load(&icq->lock.closed), 0);
 	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
-	CHECK_EQ(atomic_load(&icq->closed), 1);	/* on the list: closed with the others */
+	CHECK_EQ(atomic_load(&icq->lock.closed), 1);	/* on the list: closed with the others */
 	p.cq = c.cq;
 	CHECK_EQ(pthread_create(&t, NULL, closed_poll, &p), 0);
 	CHECK(stays_waiting(&p.done));
@@ -3424,10 +3474,10 @@ static void queues_closed_and_opened_whole(void)
 	ibckpt_spin_unlock(&icq->lock);
 	CHECK(!ctx->gate_closed);
 	CHECK_EQ(atomic_load(&ctx->gate.closed), 0);
-	CHECK_EQ(atomic_load(&to_iqp(q)->sq_closed), 0);
-	CHECK_EQ(atomic_load(&to_iqp(q)->rq_closed), 0);
-	CHECK_EQ(atomic_load(&to_icq(cq)->closed), 0);
-	CHECK_EQ(atomic_load(&icq->closed), 0);
+	CHECK_EQ(atomic_load(&to_iqp(q)->sq_lock.closed), 0);
+	CHECK_EQ(atomic_load(&to_iqp(q)->rq_lock.closed), 0);
+	CHECK_EQ(atomic_load(&to_icq(cq)->lock.closed), 0);
+	CHECK_EQ(atomic_load(&icq->lock.closed), 0);
 	post_both(q, 1);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(c.cq), 0);
@@ -5771,6 +5821,7 @@ int main(void)
 	RUN(poll_after_a_spill);
 	RUN(stale_qpn_on_another_cq);
 	RUN(release_check_after_the_drain);
+	RUN(release_beside_a_parked_lock_holder);
 	RUN(reacquire_map_names_terminated);
 	RUN(release_waits_for_unsent_requests);
 	RUN(restart_channel_survives_a_dead_cli);
