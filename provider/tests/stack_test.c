@@ -2735,6 +2735,44 @@ static void drain_takes_everything(void)
 }
 
 /*
+ * A context on the process's list with one signaled send posted and its
+ * completion still in the vendor's CQ, the context list's lock held: what
+ * a release finds to drain.
+ */
+static struct ibv_qp *listed_with_one_send(struct ibv_cq **cq)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp *q;
+
+	app_init();
+	*cq = app_cq(NULL, NULL);
+	q = send_qp(*cq, IBV_QPT_RC, 0);
+	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
+	pthread_mutex_lock(&ibckpt_ctx_lock);
+	ctx->next = ibckpt_ctxs;
+	ibckpt_ctxs = ctx;
+	return q;
+}
+
+/* ...and after the release's drain: off the list; the completion comes from the private queue. */
+static void unlisted_after_the_drain(struct ibv_cq *cq, struct ibv_qp *q)
+{
+	struct ibv_wc wc;
+
+	ibckpt_ctxs = ctx->next;
+	pthread_mutex_unlock(&ibckpt_ctx_lock);
+	CHECK_EQ(v.ncqe, 0);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 7);
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/*
  * A signaled send whose completion reached the vendor's CQ after the
  * quiesce's drain has completed: the release's check must not count it as
  * outstanding (review M11: the check ran before the release's own drain,
@@ -2743,32 +2781,13 @@ static void drain_takes_everything(void)
  */
 static void release_check_after_the_drain(void)
 {
-	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc;
 	struct ibv_cq *cq;
-	struct ibv_qp *q;
+	struct ibv_qp *q = listed_with_one_send(&cq);
 
-	app_init();
-	cq = app_cq(NULL, NULL);
-	q = send_qp(cq, IBV_QPT_RC, 0);
-	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ctx->next = ibckpt_ctxs;
-	ibckpt_ctxs = ctx;
 	ibckpt_quiesced = true;
 	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), 0);
 	ibckpt_quiesced = false;
-	ibckpt_ctxs = ctx->next;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
-	CHECK_EQ(v.ncqe, 0);
-	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);	/* from the private queue */
-	CHECK_EQ(wc.wr_id, 7);
-	CHECK_EQ(ibckpt_destroy_qp(q), 0);
-	app_destroy_cq(cq);
-	app_fini();
+	unlisted_after_the_drain(cq, q);
 }
 
 /*
@@ -2781,21 +2800,9 @@ static void release_check_after_the_drain(void)
  */
 static void release_beside_a_parked_lock_holder(void)
 {
-	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 3 };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc;
 	struct ibv_cq *cq;
-	struct ibv_qp *q;
+	struct ibv_qp *q = listed_with_one_send(&cq);
 
-	app_init();
-	cq = app_cq(NULL, NULL);
-	q = send_qp(cq, IBV_QPT_RC, 0);
-	CHECK_EQ(ibckpt_post_send(q, &wr, &bad), 0);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 7, .opcode = IBV_WC_SEND, .qp_num = 0x66 };
-	pthread_mutex_lock(&ibckpt_ctx_lock);
-	ctx->next = ibckpt_ctxs;
-	ibckpt_ctxs = ctx;
 	ibckpt_ctl_self = true;
 	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
 	ibckpt_quiesced = true;
@@ -2805,20 +2812,13 @@ static void release_beside_a_parked_lock_holder(void)
 	alarm(20);
 	CHECK_EQ(ibckpt_release_prepare(IBCKPT_RREL_PEERS_CHECKED, NULL, 0), 0);
 	alarm(0);
-	CHECK_EQ(v.ncqe, 0);				/* drained all the same */
 	/* thawed: they see the flag, let go (the lock word is theirs) */
 	atomic_store(&to_icq(cq)->lock.locked, 0);
 	atomic_store(&to_iqp(q)->sq_lock.locked, 0);
 	ibckpt_quiesced = false;
 	ibckpt_ctx_open(ctx);
 	ibckpt_ctl_self = false;
-	ibckpt_ctxs = ctx->next;
-	pthread_mutex_unlock(&ibckpt_ctx_lock);
-	CHECK_EQ(ibckpt_poll_cq(cq, 1, &wc), 1);	/* from the private queue */
-	CHECK_EQ(wc.wr_id, 7);
-	CHECK_EQ(ibckpt_destroy_qp(q), 0);
-	app_destroy_cq(cq);
-	app_fini();
+	unlisted_after_the_drain(cq, q);
 }
 
 /* A REACQUIRE's device map names are C strings: one without its NUL is refused (review L8). */
