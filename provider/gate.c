@@ -247,6 +247,28 @@ int ibckpt_gate_wait_queue(struct ibckpt_gate *g, const atomic_uint *q_closed)
 	}
 }
 
+/**
+ * ibckpt_gate_relock_open() - a post found its queue closed: wait, relock
+ * @g: the context's gate
+ * @l: the queue's lock, held by the caller, its queue closed
+ *
+ * Return: 0 with @l held again and its queue open, or EACCES without it
+ * (ibckpt_gate_wait_queue()).
+ */
+int ibckpt_gate_relock_open(struct ibckpt_gate *g, struct ibckpt_spinlock *l)
+{
+	int err;
+
+	do {
+		ibckpt_spin_unlock_raw(l);
+		err = ibckpt_gate_wait_queue(g, &l->closed);
+		if (err)
+			return err;
+		ibckpt_spin_lock_raw(l);
+	} while (atomic_load_explicit(&l->closed, memory_order_acquire));
+	return 0;
+}
+
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g)
 {
 	atomic_fetch_add(&g->left, 1);
@@ -263,7 +285,8 @@ void ibckpt_gate_make_foreign(struct ibckpt_gate *g)
 	atomic_store(&g->closed, IBCKPT_GATE_FOREIGN);
 }
 
-static long ms_since(const struct timespec *t0)
+/* Milliseconds since @t0 (CLOCK_MONOTONIC); the quiesce's deadlines (quiesce.c too). */
+long ibckpt_ms_since(const struct timespec *t0)
 {
 	struct timespec now;
 
@@ -302,7 +325,7 @@ int ibckpt_gate_close(struct ibckpt_gate *g, unsigned int timeout_ms)
 		left = atomic_load(&g->left);	/* before the look: a leave after it wakes us */
 		if (!someone_inside(g))
 			return 0;
-		if (ms_since(&t0) >= (long)timeout_ms) {
+		if (ibckpt_ms_since(&t0) >= (long)timeout_ms) {
 			ibckpt_gate_open(g);
 			return ETIMEDOUT;
 		}

@@ -46,6 +46,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+#include "spinlock.h"
 
 struct ibckpt_gate {
 	atomic_uint closed;	/* futex word: 1 while closed, IBCKPT_GATE_FOREIGN */
@@ -118,6 +120,8 @@ int ibckpt_gate_wait_open(struct ibckpt_gate *g);
 void ibckpt_gate_wake_closer(struct ibckpt_gate *g);
 void ibckpt_gate_make_foreign(struct ibckpt_gate *g);
 int ibckpt_gate_wait_queue(struct ibckpt_gate *g, const atomic_uint *q_closed);
+int ibckpt_gate_relock_open(struct ibckpt_gate *g, struct ibckpt_spinlock *l);
+long ibckpt_ms_since(const struct timespec *t0);
 
 /*
  * Return: 0, inside the gate; or the errno a verb on a foreign context

@@ -188,12 +188,10 @@ int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 	if (ibckpt_ctx_refuses(qp->ctx))
 		return EACCES;
 	ibckpt_spin_lock_raw(&qp->sq_lock);
-	while (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0)) {	/* quiesce.c */
-		ibckpt_spin_unlock_raw(&qp->sq_lock);
-		ret = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_lock.closed);
+	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0)) {	/* quiesce.c */
+		ret = ibckpt_gate_relock_open(&qp->ctx->gate, &qp->sq_lock);
 		if (ret)
 			return ret;
-		ibckpt_spin_lock_raw(&qp->sq_lock);
 	}
 	ret = post_batch_locked(qp, wr);
 	ibckpt_spin_unlock_raw(&qp->sq_lock);

@@ -36,14 +36,6 @@
 #include <time.h>
 #include "ibckpt.h"
 
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 /*
  * The flag first, then the lock taken once and released: verbs that take
  * the lock meanwhile see the flag and let go at once, so a queue polled in
@@ -60,7 +52,7 @@ static int q_close(struct ibckpt_spinlock *l, atomic_uint *closed, const struct 
 
 	atomic_store_explicit(closed, 1, memory_order_relaxed);
 	while (!ibckpt_spin_trylock(l)) {
-		if (ms_since(t0) >= (long)timeout_ms) {
+		if (ibckpt_ms_since(t0) >= (long)timeout_ms) {
 			atomic_store_explicit(closed, 0, memory_order_relaxed);
 			return ETIMEDOUT;
 		}

@@ -235,14 +235,12 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 		return EACCES;
 	}
 	ibckpt_spin_lock_raw(&srq->lock);
-	while (__builtin_expect(ibckpt_q_closed(&srq->lock.closed), 0)) {	/* quiesce.c */
-		ibckpt_spin_unlock_raw(&srq->lock);
-		ret = ibckpt_gate_wait_queue(&ctx->gate, &srq->lock.closed);
+	if (__builtin_expect(ibckpt_q_closed(&srq->lock.closed), 0)) {	/* quiesce.c */
+		ret = ibckpt_gate_relock_open(&ctx->gate, &srq->lock);
 		if (ret) {
 			*bad = wr;
 			return ret;
 		}
-		ibckpt_spin_lock_raw(&srq->lock);
 	}
 	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };
