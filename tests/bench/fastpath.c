@@ -3,17 +3,24 @@
  * fastpath: a verbs load for `make bench`, on one device, with QPs
  * connected to themselves (loopback through the device).
  *
- *   fastpath DEVICE ITERS [MRS] [QPS]
+ *   fastpath [--wait] DEVICE ITERS [MRS] [QPS]
  *	ITERS rounds of post_recv + post_send (signaled SEND, 64 bytes) +
  *	poll_cq until both completed, on one QP; MRS-1 and QPS-1 more MRs and
  *	QPs exist beside it (the fast path must not care). Prints
- *	"iters N polls N ns_per_iter X".
+ *	"iters N polls N ns_per_iter X". With --wait, once set up it prints
+ *	"ready" and waits for a line on its standard input before it starts:
+ *	time for a checkpoint in place, after which every ID it holds is
+ *	translated (the bench's translating path). It waits in read(), where a
+ *	freeze parks a thread that holds no lock of valgrind's.
+ *   fastpath --empty DEVICE ITERS
+ *	ITERS polls of an empty CQ. Prints "polls N ns_per_poll X".
  *   fastpath --hold DEVICE MRS QPS PROCS
  *	PROCS processes (forked, same process group), each with MRS MRs and
  *	QPS QPs, sending round-robin over all its QPs until SIGTERM; prints
  *	"ready" once all run. What a freeze's downtime is measured on.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,32 +161,86 @@ static int hold(char **argv)
 	return 0;
 }
 
+static double ns_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1e9 + (t1.tv_nsec - t0->tv_nsec);
+}
+
+static int empty(char **argv)
+{
+	long iters = atol(argv[3]);
+	struct timespec t0;
+	struct ibv_wc wc;
+	struct env e;
+
+	setup(&e, argv[2], 1, 1);
+	for (int i = 0; i < 100; i++)	/* warm up */
+		if (ibv_poll_cq(e.cq, 1, &wc))
+			die("poll_cq of an empty CQ");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < iters; i++)
+		if (ibv_poll_cq(e.cq, 1, &wc))
+			die("poll_cq of an empty CQ");
+	printf("polls %ld ns_per_poll %.1f\n", iters, ns_since(&t0) / iters);
+	return 0;
+}
+
+static void warm_up(struct env *e)
+{
+	for (int i = 0; i < 100; i++) {
+		post_pair(e, 0, 0);
+		wait_two(e);
+	}
+}
+
+/* "ready", then a line on standard input (or its end). */
+static void wait_go(void)
+{
+	char line[64];
+
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin) && ferror(stdin))
+		die("stdin");
+}
+
 int main(int argc, char **argv)
 {
-	struct timespec t0, t1;
+	struct timespec t0;
 	long iters, polls = 0;
+	bool wait = false;
 	struct env e;
 
 	if (argc == 6 && !strcmp(argv[1], "--hold"))
 		return hold(argv);
+	if (argc == 4 && !strcmp(argv[1], "--empty"))
+		return empty(argv);
+	if (argc > 1 && !strcmp(argv[1], "--wait")) {
+		wait = true;
+		argv++;
+		argc--;
+	}
 	if (argc < 3 || argc > 5) {
-		fprintf(stderr, "usage: fastpath DEVICE ITERS [MRS] [QPS]\n"
+		fprintf(stderr, "usage: fastpath [--wait] DEVICE ITERS [MRS] [QPS]\n"
+			"       fastpath --empty DEVICE ITERS\n"
 			"       fastpath --hold DEVICE MRS QPS PROCS\n");
 		return 2;
 	}
 	iters = atol(argv[2]);
 	setup(&e, argv[1], argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atoi(argv[4]) : 1);
-	for (int i = 0; i < 100; i++) {		/* warm up */
-		post_pair(&e, 0, 0);
-		wait_two(&e);
+	warm_up(&e);
+	if (wait) {
+		wait_go();
+		warm_up(&e);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < iters; i++) {
 		post_pair(&e, 0, 0);
 		polls += wait_two(&e);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("iters %ld polls %ld ns_per_iter %.0f\n", iters, polls,
-	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / iters);
+	printf("iters %ld polls %ld ns_per_iter %.0f\n", iters, polls, ns_since(&t0) / iters);
 	return 0;
 }
