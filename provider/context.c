@@ -98,6 +98,7 @@ void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real)
 	ibckpt_vidmap_init(&ctx->qpn_virt);
 	ibckpt_vidmap_init(&ctx->xsrqs);
 	ibckpt_spin_init(&ctx->key_lock);
+	atomic_init(&ctx->key_stamp, 1);
 	ibckpt_vidmap_init(&ctx->lkeys);
 	ibckpt_vidmap_init(&ctx->rkeys);
 	ibckpt_vidmap_init(&ctx->mw_virt);

@@ -188,6 +188,40 @@ static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, st
 }
 
 /*
+ * After a restart, with nothing else to look at (cq->slow is
+ * IBCKPT_CQ_REMAPPED alone, no orphan): nothing is taken out, and a
+ * completion of the CQ's last QP, not UD (whose sender is translated too),
+ * is translated and retired in one step, by the QP it names; any other as
+ * retire_slow() would. Return: @n.
+ */
+static __attribute__((noinline)) void retire_remapped_one(struct ibckpt_context *ctx,
+							   struct ibckpt_cq *cq, struct ibv_wc *wc)
+{
+	wc_remap(ctx, cq, wc);
+	ibckpt_qp_retire(ctx, cq, wc);
+}
+
+static inline __attribute__((always_inline)) int retire_remapped(struct ibckpt_context *ctx,
+								  struct ibckpt_cq *cq,
+								  struct ibv_wc *wc, int n)
+{
+	struct ibckpt_qp *qp;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		qp = cq->last_qp;
+		if (__builtin_expect(qp && qp->real_qpn == wc[i].qp_num &&
+				     qp->vqp.qp.qp_type != IBV_QPT_UD, 1)) {
+			wc[i].qp_num = qp->vqp.qp.qp_num;
+			ibckpt_qp_retire_into(qp, cq, &wc[i]);
+		} else {
+			retire_remapped_one(ctx, cq, &wc[i]);	/* another QP, or UD */
+		}
+	}
+	return n;
+}
+
+/*
  * A CQ whose completions are looked at one by one (cq->slow: the bits
  * @slow, read once; qp_internal.c and mw.c say why). After a restart each
  * is translated, then retired, so that the CQ's last QP translates the run
@@ -210,6 +244,8 @@ static __attribute__((noinline)) int retire_slow(struct ibckpt_context *ctx,
 {
 	int i, k = 0, at = 0, end = n;
 
+	if (slow == IBCKPT_CQ_REMAPPED && !cq->orphans)
+		return retire_remapped(ctx, cq, wc, n);
 	for (;;) {
 		for (i = at; i < end; i++) {
 			if (cq->orphans && ibckpt_cq_orphan(cq, &wc[i]))	/* vendor's QPN */
@@ -386,6 +422,24 @@ static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, st
 	return n;
 }
 
+/*
+ * poll_retire_unlock() of a remapped context's polls (ibckpt_poll_cq_xl()):
+ * with nothing but the translation to do (cq->slow is IBCKPT_CQ_REMAPPED
+ * alone, no orphan), the completions are translated and retired here, in
+ * one pass; anything else as poll_retire_unlock() would.
+ */
+static __attribute__((noinline)) int poll_retire_xl_unlock(struct ibckpt_cq *cq,
+							   struct ibv_wc *wc, int n)
+{
+	unsigned int slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
+
+	if (__builtin_expect(slow != IBCKPT_CQ_REMAPPED || cq->orphans, 0))
+		return slow ? poll_slow_unlock(cq, wc, n, slow) : poll_retire_unlock(cq, wc, n);
+	retire_remapped(cq->ctx, cq, wc, n);
+	ibckpt_spin_unlock_raw(&cq->lock);
+	return n;
+}
+
 static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
 {
@@ -405,6 +459,9 @@ static __attribute__((noinline, cold)) int poll_closed(struct ibckpt_cq *cq, int
 	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->lock.closed);
 	if (err)
 		return poll_refused(err);
+	/* a restart may have come meanwhile (either entry polls either way) */
+	if (cq->ctx->remapped)
+		return ibckpt_poll_cq_xl(&cq->ibv_cq, ne, wc);
 	return ibckpt_poll_cq(&cq->ibv_cq, ne, wc);
 }
 
@@ -428,6 +485,36 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
 		return poll_retire_unlock(cq, wc, n);
+	ibckpt_spin_unlock_raw(&cq->lock);
+	return n;
+}
+
+/**
+ * ibckpt_poll_cq_xl() - poll_cq of a remapped context
+ * @ibcq: the shadow CQ
+ * @ne: completions wanted
+ * @wc: where they go, naming virtual QPNs
+ *
+ * ibckpt_poll_cq() whose completions go to poll_retire_xl_unlock(): a
+ * restart sets it in the context's ops (ibckpt_ctx_set_remapped()), so
+ * that translating them costs no more calls than retiring them does.
+ * Return: the completions, or -1 with errno set.
+ */
+int ibckpt_poll_cq_xl(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct ibckpt_cq *cq = to_icq(ibcq);
+	int n;
+
+	if (__builtin_expect(ibckpt_ctx_refuses(cq->ctx), 0))	/* an inherited CQ (fork.c) */
+		return poll_refused(EACCES);
+	ibckpt_spin_lock_raw(&cq->lock);
+	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
+		return poll_closed(cq, ne, wc);
+	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
+		return poll_drained_unlock(cq, ne, wc);
+	n = ibv_poll_cq(cq->real, ne, wc);
+	if (n > 0)
+		return poll_retire_xl_unlock(cq, wc, n);
 	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }

@@ -99,6 +99,12 @@ struct ibckpt_context {
 	struct ibckpt_vidmap qpns;		/* virtual QPN -> shadow QP */
 	struct ibckpt_vidmap xsrqs;		/* XRC SRQ handle -> shadow SRQ (srq.c) */
 	struct ibckpt_spinlock key_lock;	/* lkeys, rkeys (keys.c) */
+	/*
+	 * Moved (by two, from 1: never 0) after every change of lkeys, under
+	 * key_lock: a queue's cached translation (struct ibckpt_key_cache)
+	 * holds only while it is the stamp it was filled at.
+	 */
+	atomic_uint key_stamp;
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
 	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR */
 	struct ibckpt_vidmap mw_virt;		/* window's virtual index -> real one, window */
@@ -351,6 +357,20 @@ struct ibckpt_mcast {
 	uint16_t lid;
 };
 
+/*
+ * After a restart, the last key a queue translated (qp.c): written and read
+ * under the queue's lock, so no other thread's line. An lkey entry holds
+ * while its stamp is the context's key_stamp; an rkey entry names the peer
+ * device it was found for (a restart empties both: ibckpt_qp_set_paths()).
+ * stamp 0: empty.
+ */
+struct ibckpt_key_cache {
+	uint64_t vdev;		/* rkeys: the peer's device */
+	uint32_t stamp;		/* lkeys: ctx->key_stamp when filled; rkeys: 1 */
+	uint32_t vkey;
+	uint32_t real;
+};
+
 struct ibckpt_qp {
 	struct verbs_qp vqp;
 	struct ibv_qp *real;
@@ -360,10 +380,11 @@ struct ibckpt_qp {
 	bool opened;				/* by ibv_open_qp(), not created (snapshots) */
 	bool rq_logged;				/* its own receive queue, in rq */
 	/*
-	 * Which posts take the one-request fast path, decided once: at the
-	 * create, and at a restart (ibckpt_qp_set_paths()). Not IBCKPT_POST_*:
-	 * the general path (types from UD up, queues without a log, a
-	 * remapped context's translation).
+	 * Which posts take a one-request path, decided once: at the create,
+	 * and at a restart (ibckpt_qp_set_paths()). IBCKPT_POST_SEND, _RECV:
+	 * inline, identity IDs; _SEND_XL, _RECV_XL: a remapped context's,
+	 * translated, out of line; none: the general path (types from UD up,
+	 * queues without a log).
 	 */
 	uint8_t fast;
 	/*
@@ -379,10 +400,12 @@ struct ibckpt_qp {
 	 * a thread posting sends, one posting receives and one polling take
 	 * no line from each other (pollers write 'done': wrlog.h).
 	 */
-	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log */
+	struct ibckpt_spinlock sq_lock __attribute__((aligned(64)));	/* sq log, caches */
 	struct ibckpt_wrlog sq;
-	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log */
+	struct ibckpt_key_cache sq_lkey, sq_rkey;
+	struct ibckpt_spinlock rq_lock __attribute__((aligned(64)));	/* rq log, cache */
 	struct ibckpt_wrlog rq;
+	struct ibckpt_key_cache rq_lkey;
 	struct ibckpt_qp_history hist;
 	struct ibv_qp_init_attr_ex init;	/* as created, caps as granted (restart) */
 	struct ibckpt_qp_rel rel;		/* restart: the state at the release */
@@ -412,6 +435,8 @@ struct ibckpt_qp {
 
 #define IBCKPT_POST_SEND	1u	/* qp->fast: RC/UC with a send log, identity IDs */
 #define IBCKPT_POST_RECV	2u	/* qp->fast: its own receive log, identity IDs */
+#define IBCKPT_POST_SEND_XL	4u	/* ... RC/UC with a send log, remapped: translated */
+#define IBCKPT_POST_RECV_XL	8u	/* ... its own receive log, remapped: translated */
 
 /* What an async event's element is, as ibv_get_async_event() decodes it. */
 enum ibckpt_async_obj {
@@ -531,6 +556,7 @@ void ibckpt_key_del(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint3
 		    uint32_t gen);
 uint32_t ibckpt_key_real(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32_t key,
 			 uint32_t gen);
+void ibckpt_keys_moved(struct ibckpt_context *ctx);
 
 /* snapshot.c */
 int ibckpt_snapshot_build(uint64_t session, uint32_t outstanding, bool incomplete, void **buf,
@@ -685,6 +711,7 @@ struct ibv_cq_ex *ibckpt_create_cq_ex(struct ibv_context *context,
 				      struct ibv_cq_init_attr_ex *attr);
 int ibckpt_destroy_cq(struct ibv_cq *cq);
 int ibckpt_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int ibckpt_poll_cq_xl(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibckpt_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void ibckpt_cq_event(struct ibv_cq *cq);
 int ibckpt_resize_cq(struct ibv_cq *cq, int cqe);
@@ -707,9 +734,11 @@ int ibckpt_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int ibckpt_destroy_qp(struct ibv_qp *qp);
 int ibckpt_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ibckpt_post_send_xl(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void ibckpt_send_wr_real(struct ibckpt_qp *qp, const struct ibv_send_wr *src,
 			 struct ibv_send_wr *c, struct ibv_sge *s);
 int ibckpt_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int ibckpt_post_recv_xl(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ibckpt_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibckpt_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
@@ -759,6 +788,9 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
  * the CQ's last QP is tried first, and the context's table (qpn_lock) only
  * when it is another.
  */
+static inline void ibckpt_qp_retire_into(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
+					 struct ibv_wc *wc);
+
 static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 				    struct ibv_wc *wc)
 {
@@ -769,6 +801,13 @@ static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq
 		if (!qp)	/* an XRC SRQ's (retired there), or a destroyed QP's */
 			return;
 	}
+	ibckpt_qp_retire_into(qp, cq, wc);
+}
+
+/* The second half of ibckpt_qp_retire(): @qp is the completion's QP, @cq's lock held. */
+static inline void ibckpt_qp_retire_into(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
+					 struct ibv_wc *wc)
+{
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS, 1)) {
 		if (!(wc->opcode & IBV_WC_RECV)) {
 			ibckpt_wrlog_done(&qp->sq);

@@ -7,7 +7,10 @@
  * the real keys through these tables, and a restart rewrites them.
  *
  * Locking: ctx->key_lock protects both tables. It is taken alone, or inside
- * a send queue's lock (a posted window bind), never the other way round.
+ * a send queue's lock (a posted window bind, a translation cache's miss),
+ * never the other way round. Every change of lkeys moves ctx->key_stamp
+ * under it (ibckpt_keys_moved()): the queues' caches of translated lkeys
+ * (qp.c) hold only while it stands still.
  */
 #include <errno.h>
 #include "ibckpt.h"
@@ -37,6 +40,7 @@ int ibckpt_key_add(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint32
 		ibckpt_vidmap_remove(map, key, 0);
 		err = ibckpt_vidmap_insert(map, key, key, obj, gen);
 	}
+	ibckpt_keys_moved(ctx);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	return err;
 }
@@ -47,7 +51,20 @@ void ibckpt_key_del(struct ibckpt_context *ctx, struct ibckpt_vidmap *map, uint3
 {
 	ibckpt_spin_lock(&ctx->key_lock);
 	ibckpt_vidmap_remove(map, key, gen);
+	ibckpt_keys_moved(ctx);
 	ibckpt_spin_unlock(&ctx->key_lock);
+}
+
+/**
+ * ibckpt_keys_moved() - the context's keys changed: cached translations go
+ * @ctx: the context; its key_lock held
+ *
+ * Moves key_stamp by two: odd from 1, so never the 0 of an empty cache.
+ * Release: a cache filled at the new stamp read the table as changed.
+ */
+void ibckpt_keys_moved(struct ibckpt_context *ctx)
+{
+	atomic_fetch_add_explicit(&ctx->key_stamp, 2, memory_order_release);
 }
 
 /* The real key behind virtual @key of generation @gen, 0 if there is none. */

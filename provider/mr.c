@@ -140,6 +140,7 @@ int ibckpt_mr_recreate(struct ibckpt_mr *mr)
 	ibckpt_spin_lock(&ctx->key_lock);
 	ibckpt_vidmap_set_real(&ctx->lkeys, m->lkey, mr->real->lkey);
 	ibckpt_vidmap_set_real(&ctx->rkeys, m->rkey, mr->real->rkey);
+	ibckpt_keys_moved(ctx);
 	ibckpt_spin_unlock(&ctx->key_lock);
 	m->handle = mr->real->handle;
 	return ibckpt_ident_add(IBCKPT_ID_RKEY, ctx->ident->vdev, m->rkey, mr->real->rkey,

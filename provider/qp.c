@@ -460,8 +460,170 @@ int ibckpt_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t 
 	return ret;
 }
 
-static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
-			   struct ibv_send_wr **bad);
+static __attribute__((noinline)) int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad);
+
+/* ------------------------------------------------------------------ */
+/* After a restart: one request, translated through the queue's caches  */
+/* ------------------------------------------------------------------ */
+
+/* SGEs a one-request translated post copies on its stack; more: the general path. */
+#define IBCKPT_XL_SGES 4
+/* What a send request below IBV_WR_LOCAL_INV means: up to its remote part. */
+#define XL_SEND_MEANT offsetof(struct ibv_send_wr, qp_type)
+
+/* The miss of lkey_real(): the context's table, under its key_lock. */
+static __attribute__((noinline)) uint32_t lkey_miss(struct ibckpt_context *ctx,
+						    struct ibckpt_key_cache *c, uint32_t key,
+						    uint32_t stamp)
+{
+	uint32_t r = ibckpt_key_real(ctx, &ctx->lkeys, key, 0);
+
+	c->stamp = stamp;
+	c->vkey = key;
+	c->real = r ? r : key;	/* no entry: a key made since, its own */
+	return c->real;
+}
+
+/*
+ * The real key behind one of the context's virtual lkeys, @c the queue's
+ * cache (its lock held). The stamp is read before the table (acquire, the
+ * writers' release): an entry filled while a key changed is stale at once.
+ */
+static inline uint32_t lkey_real(struct ibckpt_context *ctx, struct ibckpt_key_cache *c,
+				 uint32_t key)
+{
+	uint32_t stamp = atomic_load_explicit(&ctx->key_stamp, memory_order_acquire);
+
+	if (__builtin_expect(c->vkey == key && c->stamp == stamp, 1))
+		return c->real;
+	return lkey_miss(ctx, c, key, stamp);
+}
+
+/* Requests with other than one SGE: out of line, one SGE keeps few registers. */
+static __attribute__((noinline)) void sges_real(struct ibckpt_context *ctx,
+						struct ibckpt_key_cache *c, struct ibv_sge *dst,
+						const struct ibv_sge *src, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		dst[i] = src[i];
+		dst[i].lkey = lkey_real(ctx, c, src[i].lkey);
+	}
+}
+
+/*
+ * The peer's real key behind an rkey its application handed out
+ * (ibckpt_remap_rkey()), through the send queue's cache: the job's table
+ * changes only at a restart, which empties the cache.
+ */
+static uint32_t rkey_real(struct ibckpt_qp *qp, uint32_t key)
+{
+	struct ibckpt_key_cache *c = &qp->sq_rkey;
+	uint64_t vdev = qp->rel.peer_vdev;
+	uint32_t r;
+
+	if (__builtin_expect(c->stamp && c->vkey == key && c->vdev == vdev, 1))
+		return c->real;
+	if (!ibckpt_remap_rkey(vdev, key, &r))
+		r = key;	/* the job does not know it: the peer's own */
+	*c = (struct ibckpt_key_cache){ .vdev = vdev, .stamp = 1, .vkey = key, .real = r };
+	return r;
+}
+
+/*
+ * One send request of an RC/UC QP after a restart, its opcode below
+ * IBV_WR_LOCAL_INV and at most IBCKPT_XL_SGES SGEs: logged as the
+ * application named it, posted as a copy in the vendor's terms (its lkeys,
+ * and the remote key of an RDMA or atomic request). Under sq_lock, the
+ * queue open. A request the vendor refuses is not logged; one it failed
+ * without naming it was taken, as on the identity path.
+ */
+static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
+							  struct ibv_send_wr *wr,
+							  struct ibv_send_wr **bad)
+{
+	struct ibv_sge s[IBCKPT_XL_SGES];
+	struct ibv_send_wr c, *rbad = NULL;
+	int ret;
+
+	ret = ibckpt_wrlog_send_fast(&qp->sq, wr);
+	if (__builtin_expect(ret != 0, 0)) {
+		*bad = wr;
+		return ret;
+	}
+	/* the rest (XRC, window and TSO fields): other opcodes' and QP types', 0 */
+	memcpy(&c, wr, XL_SEND_MEANT);
+	memset((char *)&c + XL_SEND_MEANT, 0, sizeof(c) - XL_SEND_MEANT);
+	c.next = NULL;
+	c.sg_list = s;
+	if (__builtin_expect(wr->num_sge == 1, 1)) {	/* most requests: no loop */
+		s[0] = wr->sg_list[0];
+		s[0].lkey = lkey_real(qp->ctx, &qp->sq_lkey, s[0].lkey);
+	} else {
+		sges_real(qp->ctx, &qp->sq_lkey, s, wr->sg_list, wr->num_sge);
+	}
+	_Static_assert(IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3, "one compare");
+	if ((unsigned int)wr->opcode - IBV_WR_SEND > 1) {
+		uint32_t *rkey = wr->opcode >= IBV_WR_ATOMIC_CMP_AND_SWP ? &c.wr.atomic.rkey
+									 : &c.wr.rdma.rkey;
+
+		*rkey = rkey_real(qp, *rkey);
+	}
+	ret = ibv_post_send(qp->real, &c, &rbad);
+	if (__builtin_expect(ret != 0, 0)) {
+		if (rbad)
+			ibckpt_wrlog_unpost(&qp->sq, 1);
+		*bad = rbad ? wr : NULL;
+	}
+	return ret;
+}
+
+/* send_xl() for the general path (the identity ops' post_send after a restart). */
+static __attribute__((noinline)) int post_send_xlate_one(struct ibckpt_qp *qp,
+							 struct ibv_send_wr *wr,
+							 struct ibv_send_wr **bad)
+{
+	return send_xl(qp, wr, bad);
+}
+
+/* The same for one receive request (its own receive queue, rq_lock held). */
+static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
+							  struct ibv_recv_wr *wr,
+							  struct ibv_recv_wr **bad)
+{
+	struct ibv_sge s[IBCKPT_XL_SGES];
+	struct ibv_recv_wr c = { .wr_id = wr->wr_id, .sg_list = s, .num_sge = wr->num_sge };
+	struct ibv_recv_wr *rbad = NULL;
+	int ret;
+
+	ret = ibckpt_wrlog_recv_fast(&qp->rq, wr);
+	if (__builtin_expect(ret != 0, 0)) {
+		*bad = wr;
+		return ret;
+	}
+	if (__builtin_expect(wr->num_sge == 1, 1)) {	/* most requests: no loop */
+		s[0] = wr->sg_list[0];
+		s[0].lkey = lkey_real(qp->ctx, &qp->rq_lkey, s[0].lkey);
+	} else {
+		sges_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
+	}
+	ret = ibv_post_recv(qp->real, &c, &rbad);
+	if (__builtin_expect(ret != 0, 0)) {
+		if (rbad)
+			ibckpt_wrlog_unpost(&qp->rq, 1);
+		*bad = rbad ? wr : NULL;
+	}
+	return ret;
+}
+
+static __attribute__((noinline)) int post_recv_xlate_one(struct ibckpt_qp *qp,
+							 struct ibv_recv_wr *wr,
+							 struct ibv_recv_wr **bad)
+{
+	return recv_xl(qp, wr, bad);
+}
 
 /*
  * Requests that name shadows (UD sends their AH, window binds their window
@@ -568,10 +730,12 @@ void ibckpt_qp_set_paths(struct ibckpt_qp *qp)
 
 	qp->fast = 0;
 	/* UD, raw packet and XRC QPs: types from IBV_QPT_UD up. */
-	if (identity && qp->sq.wr && qp->vqp.qp.qp_type < IBV_QPT_UD)
-		qp->fast |= IBCKPT_POST_SEND;
-	if (identity && qp->rq_logged)
-		qp->fast |= IBCKPT_POST_RECV;
+	if (qp->sq.wr && qp->vqp.qp.qp_type < IBV_QPT_UD)
+		qp->fast |= identity ? IBCKPT_POST_SEND : IBCKPT_POST_SEND_XL;
+	if (qp->rq_logged)
+		qp->fast |= identity ? IBCKPT_POST_RECV : IBCKPT_POST_RECV_XL;
+	/* a restart: what the caches hold is the old one's */
+	qp->sq_lkey.stamp = qp->sq_rkey.stamp = qp->rq_lkey.stamp = 0;
 }
 
 /* A post refused at the gate, or a vendor error: out of line, the fast path keeps its registers. */
@@ -590,12 +754,20 @@ static __attribute__((noinline)) int post_send_failed(struct ibckpt_qp *qp, stru
 	return ret;
 }
 
-/* Everything but one request of an RC/UC QP of an identity context. */
+/*
+ * Everything but one request of an RC/UC QP of an identity context. Only
+ * tests and tail calls: no frame of its own.
+ */
 static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 						       struct ibv_send_wr **bad)
 {
-	if (__builtin_expect(qp->ctx->remapped, 0))
+	if (__builtin_expect(qp->ctx->remapped, 0)) {
+		if ((qp->fast & IBCKPT_POST_SEND_XL) && wr && !wr->next &&
+		    (unsigned int)wr->opcode < IBV_WR_LOCAL_INV &&
+		    (unsigned int)wr->num_sge <= IBCKPT_XL_SGES)
+			return post_send_xlate_one(qp, wr, bad);
 		return post_send_xlate(qp, wr, bad);
+	}
 	return post_send_list(qp, wr, bad);
 }
 
@@ -610,6 +782,9 @@ static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp
 	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->sq_lock.closed);
 	if (err)
 		return post_send_refused(wr, bad, err);
+	/* a restart may have come meanwhile (either entry posts either way) */
+	if (qp->ctx->remapped)
+		return ibckpt_post_send_xl(&qp->vqp.qp, wr, bad);
 	return ibckpt_post_send(&qp->vqp.qp, wr, bad);
 }
 
@@ -647,21 +822,65 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	return ret;
 }
 
+/**
+ * ibckpt_post_send_xl() - post_send of a remapped context
+ * @ibqp: the shadow QP
+ * @wr: the application's requests, naming virtual keys
+ * @bad: set to the first request not posted
+ *
+ * ibckpt_post_send() with one request of an RC/UC QP translated inline
+ * (send_xl()): a restart sets it in the context's ops
+ * (ibckpt_ctx_set_remapped()), so that a translated post costs no more
+ * calls than an identity one. Everything else takes the general path, as
+ * there. Return: 0 or an errno.
+ */
+int ibckpt_post_send_xl(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	int ret;
+
+	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
+		return post_send_refused(wr, bad, EACCES);
+	ibckpt_spin_lock_raw(&qp->sq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0))
+		return post_send_closed(qp, wr, bad);
+	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND_XL) || !wr || wr->next ||
+			     (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV ||
+			     (unsigned int)wr->num_sge > IBCKPT_XL_SGES, 0))
+		ret = post_send_general(qp, wr, bad);
+	else
+		ret = send_xl(qp, wr, bad);
+	ibckpt_spin_unlock_raw(&qp->sq_lock);
+	return ret;
+}
+
 static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return ibv_post_recv(real, wr, bad);
 }
 
-/* A receive queue without a log (SRQ, XRC), or a remapped context's: under rq_lock. */
+/* The receive path of a remapped context but one request: logged, then translated. */
+static __attribute__((noinline)) int post_recv_list(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
+						    struct ibv_recv_wr **bad)
+{
+	struct ibckpt_recv_target t = { .ctx = qp->ctx, .real = qp->real };
+
+	return ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+}
+
+/*
+ * A receive queue without a log (SRQ, XRC), or a remapped context's: under
+ * rq_lock. Only tests and tail calls: no frame of its own.
+ */
 static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
 						       struct ibv_recv_wr **bad)
 {
-	struct ibckpt_context *ctx = qp->ctx;
-	struct ibckpt_recv_target t = { .ctx = ctx, .real = qp->real };
-
 	if (!qp->rq_logged)	/* the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
-	return ibckpt_wrlog_post_recv_list(&qp->rq, &t, ibckpt_post_recv_xlate, wr, bad);
+	if ((qp->fast & IBCKPT_POST_RECV_XL) && wr && !wr->next &&
+	    (unsigned int)wr->num_sge <= IBCKPT_XL_SGES)
+		return post_recv_xlate_one(qp, wr, bad);
+	return post_recv_list(qp, wr, bad);
 }
 
 static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr *wr,
@@ -682,6 +901,8 @@ static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp
 	err = ibckpt_gate_wait_queue(&qp->ctx->gate, &qp->rq_lock.closed);
 	if (err)
 		return post_recv_refused(wr, bad, err);
+	if (qp->ctx->remapped)
+		return ibckpt_post_recv_xl(&qp->vqp.qp, wr, bad);
 	return ibckpt_post_recv(&qp->vqp.qp, wr, bad);
 }
 
@@ -699,6 +920,35 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 		ret = post_recv_general(qp, wr, bad);
 	else
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
+	ibckpt_spin_unlock_raw(&qp->rq_lock);
+	return ret;
+}
+
+/**
+ * ibckpt_post_recv_xl() - post_recv of a remapped context
+ * @ibqp: the shadow QP
+ * @wr: the application's requests, naming virtual keys
+ * @bad: set to the first request not posted
+ *
+ * ibckpt_post_recv() with one request on the QP's own receive queue
+ * translated inline (recv_xl()), as ibckpt_post_send_xl() for sends.
+ * Return: 0 or an errno.
+ */
+int ibckpt_post_recv_xl(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct ibckpt_qp *qp = to_iqp(ibqp);
+	int ret;
+
+	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
+		return post_recv_refused(wr, bad, EACCES);
+	ibckpt_spin_lock_raw(&qp->rq_lock);
+	if (__builtin_expect(ibckpt_q_closed(&qp->rq_lock.closed), 0))
+		return post_recv_closed(qp, wr, bad);
+	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV_XL) || !wr || wr->next ||
+			     (unsigned int)wr->num_sge > IBCKPT_XL_SGES, 0))
+		ret = post_recv_general(qp, wr, bad);
+	else
+		ret = recv_xl(qp, wr, bad);
 	ibckpt_spin_unlock_raw(&qp->rq_lock);
 	return ret;
 }
@@ -939,7 +1189,8 @@ static int post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
 }
 
 /* The send path of a remapped context: logged, then posted one by one, translated. */
-static int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static __attribute__((noinline)) int post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *w;
 	int ret;

@@ -56,6 +56,7 @@ static struct {
 	uint64_t srq_wr_id[64];		/* wr_ids the vendor's SRQs were given */
 	unsigned int srq_posts;
 	unsigned int recv_posts;	/* receives the vendor's QPs were given */
+	struct ibv_sge recv_sge;	/* ... the last one's first SGE */
 	struct ibv_send_wr send;	/* last request the vendor's QP was given */
 	struct ibv_sge send_sge;
 	struct ibv_wc cqe[16];		/* what the vendor's CQ returns next */
@@ -566,6 +567,8 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 static int fake_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)q;
+	if (wr && wr->num_sge)
+		v.recv_sge = wr->sg_list[0];
 	for (; wr; wr = wr->next)
 		v.recv_posts++;
 	*bad = NULL;
@@ -2992,6 +2995,136 @@ static void invalidated_keys_are_translated(void)
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
+}
+
+/*
+ * After a restart every key a request names is the application's, virtual:
+ * the vendor gets its real one (the context's table for lkeys, the peer
+ * device's for rkeys) and the application's request stays as it was. The
+ * one-request paths translate through a cache per queue: a key
+ * deregistered and handed out again, the peer changed, a second restart
+ * must each be seen at once (a stale entry would give the vendor another
+ * MR's key).
+ */
+static void translate_keys_through(bool xl)
+{
+	int (*send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) =
+		xl ? ibckpt_post_send_xl : ibckpt_post_send;
+	int (*recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) =
+		xl ? ibckpt_post_recv_xl : ibckpt_post_recv;
+	int (*poll)(struct ibv_cq *, int, struct ibv_wc *) = xl ? ibckpt_poll_cq_xl : ibckpt_poll_cq;
+	const struct ibckpt_ident job[] = {
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x777 },
+	}, job2[] = {
+		{ .kind = IBCKPT_ID_RKEY, .vdev = 0xd, .vid = 0x500, .real = 0x888 },
+	};
+	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 0x300 }, two[2];
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE }, *bad, w2[2];
+	struct ibv_recv_wr rw = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	static int owner, owner2;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_qp *q;
+	uint32_t gen, gen2;
+	int i;
+
+	app_init();
+	cq = app_cq(NULL, NULL);
+	q = send_qp(cq, IBV_QPT_RC, 0);
+	/* virtual lkey 0x300 is real 0x301 now; the peer's rkey 0x500 is 0x777 */
+	CHECK_EQ(ibckpt_key_add(ctx, &ctx->lkeys, 0x300, &owner, &gen), 0);
+	CHECK_EQ(ibckpt_vidmap_set_real(&ctx->lkeys, 0x300, 0x301), 0);
+	CHECK_EQ(ibckpt_remap_set(job, 1), 0);
+	ibckpt_ctx_set_remapped(ctx);
+	/* the context's data path now translates inline */
+	CHECK(ctx->vctx.context.ops.post_send == ibckpt_post_send_xl);
+	CHECK(ctx->vctx.context.ops.post_recv == ibckpt_post_recv_xl);
+	CHECK(ctx->vctx.context.ops.poll_cq == ibckpt_poll_cq_xl);
+	to_iqp(q)->rel.peer_vdev = 0xd;
+	wr.wr.rdma.rkey = 0x500;
+	for (i = 0; i < 2; i++) {	/* the second from the caches */
+		v.send_sge.lkey = 0;
+		CHECK_EQ(send(q, &wr, &bad), 0);
+		CHECK_EQ(v.send_sge.lkey, 0x301);
+		CHECK_EQ(v.send.wr.rdma.rkey, 0x777);
+		CHECK_EQ(v.send.wr_id, 1);
+		CHECK_EQ(recv(q, &rw, &rbad), 0);
+		CHECK_EQ(v.recv_sge.lkey, 0x301);
+	}
+	CHECK_EQ(sge.lkey, 0x300);		/* the application's, untouched */
+	CHECK_EQ(wr.wr.rdma.rkey, 0x500);
+	/* a key the context made since is its own; one the job does not know too */
+	sge.lkey = 0x444;
+	wr.wr.rdma.rkey = 0x501;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send_sge.lkey, 0x444);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x501);
+	/* 0x300 deregistered, then handed out again by the vendor: its own now */
+	sge.lkey = 0x300;
+	wr.wr.rdma.rkey = 0x500;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(recv(q, &rw, &rbad), 0);
+	ibckpt_key_del(ctx, &ctx->lkeys, 0x300, gen);
+	CHECK_EQ(ibckpt_key_add(ctx, &ctx->lkeys, 0x300, &owner2, &gen2), 0);
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send_sge.lkey, 0x300);
+	CHECK_EQ(recv(q, &rw, &rbad), 0);
+	CHECK_EQ(v.recv_sge.lkey, 0x300);
+	/* connected to a device whose keys the job does not know */
+	to_iqp(q)->rel.peer_vdev = 0xe;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x500);
+	/* a second restart: the peer's key is another again */
+	to_iqp(q)->rel.peer_vdev = 0xd;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x777);
+	CHECK_EQ(ibckpt_remap_set(job2, 1), 0);
+	ibckpt_ctx_set_remapped(ctx);
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x888);
+	/* no SGE at all (a zero-length write): nothing to read behind sg_list */
+	wr.num_sge = 0;
+	wr.sg_list = NULL;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.num_sge, 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x888);
+	rw.num_sge = 0;
+	rw.sg_list = NULL;
+	CHECK_EQ(recv(q, &rw, &rbad), 0);
+	wr.num_sge = 1;
+	wr.sg_list = &sge;
+	/* a list (the general path) the same */
+	two[0] = two[1] = sge;
+	w2[0] = w2[1] = wr;
+	w2[0].sg_list = &two[0];
+	w2[1].sg_list = &two[1];
+	w2[0].next = &w2[1];
+	w2[1].next = NULL;
+	CHECK_EQ(send(q, w2, &bad), 0);
+	CHECK_EQ(v.send_sge.lkey, 0x300);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x888);
+	/* what the vendor completes names its QPN: the application's comes back */
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_RDMA_WRITE,
+					   .qp_num = to_iqp(q)->real_qpn };
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_RECV,
+					   .qp_num = to_iqp(q)->real_qpn };
+	CHECK_EQ(poll(cq, 4, wc), 2);
+	CHECK_EQ(wc[0].qp_num, q->qp_num);
+	CHECK_EQ(wc[1].qp_num, q->qp_num);
+	ibckpt_key_del(ctx, &ctx->lkeys, 0x300, gen2);
+	ctx->remapped = false;
+	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_destroy_qp(q), 0);
+	app_destroy_cq(cq);
+	app_fini();
+}
+
+/* Through the identity entries (their general paths) and the remapped context's. */
+static void remapped_posts_translate_keys(void)
+{
+	translate_keys_through(false);
+	translate_keys_through(true);
 }
 
 /*
@@ -5827,6 +5960,7 @@ int main(void)
 	RUN(restart_channel_survives_a_dead_cli);
 	RUN(srq_limit_fires_once_across_a_restart);
 	RUN(invalidated_keys_are_translated);
+	RUN(remapped_posts_translate_keys);
 	RUN(release_refuses_unpublished_addresses);
 	RUN(release_needs_the_psns);
 	RUN(real_timer_held_while_released);
