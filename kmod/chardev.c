@@ -83,9 +83,7 @@ static int ibckpt_release(struct inode *inode, struct file *file)
 
 	if (p) {
 		/* off the list first: no new freeze asks it */
-		mutex_lock(&ibckpt_procs_lock);
-		list_del(&p->node);
-		mutex_unlock(&ibckpt_procs_lock);
+		ibckpt_quiesce_unlist(p);
 		/* a freeze waiting for its answer goes on without it */
 		ibckpt_quiesce_answer(p, NULL);
 		ibckpt_proc_put(p);

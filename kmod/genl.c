@@ -604,12 +604,30 @@ static int ibckpt_nl_fill_kview(struct sk_buff *skb, struct netlink_callback *cb
 }
 
 /*
- * A process of the job that gave no snapshot for session @id (it does not
+ * SNAPSHOT_GET's cb->args[4]: IBCKPT_A_FLAGS in its lower half, in its upper
+ * the job's generation (struct ibckpt_session, @gen) when the dump started.
+ */
+static u32 ibckpt_nl_snap_flags(const struct netlink_callback *cb)
+{
+	return lower_32_bits(cb->args[4]);
+}
+
+/* The job changed since the dump started: under the lock of what is read next. */
+static bool ibckpt_nl_snap_changed(const struct netlink_callback *cb,
+				   struct ibckpt_session *s)
+{
+	return (u32)atomic_read(&s->gen) != upper_32_bits(cb->args[4]);
+}
+
+/*
+ * A process of the job that gave no snapshot for session @s (it does not
  * use the provider): its IBCKPT_A_KPROC with the memory it pins now. 0 if it
- * has one, is gone, or is not visible in @ns: nothing to say.
+ * has one, is gone, or is not visible in @ns: nothing to say; -EAGAIN if the
+ * job changed.
  */
 static int ibckpt_nl_fill_other(struct sk_buff *skb, struct netlink_callback *cb,
-				struct pid *pid, u64 id, struct pid_namespace *ns)
+				struct ibckpt_session *s, struct pid *pid,
+				struct pid_namespace *ns)
 {
 	u32 tgid = pid_nr_ns(pid, ns);
 	struct task_struct *task;
@@ -621,9 +639,13 @@ static int ibckpt_nl_fill_other(struct sk_buff *skb, struct netlink_callback *cb
 	if (!tgid)
 		return 0;
 	mutex_lock(&ibckpt_procs_lock);
+	if (ibckpt_nl_snap_changed(cb, s)) {
+		mutex_unlock(&ibckpt_procs_lock);
+		return -EAGAIN;
+	}
 	list_for_each_entry(p, &ibckpt_procs, node) {
 		if (p->tgid == pid) {
-			snap = p->snap && p->quiesce_session == id;
+			snap = p->snap && p->quiesce_session == s->id;
 			break;
 		}
 	}
@@ -646,14 +668,14 @@ static int ibckpt_nl_fill_other(struct sk_buff *skb, struct netlink_callback *cb
 
 /*
  * After the snapshots: the processes of the job without one, in batches
- * taken under the session's lock (members are only ever added while it
- * lives). cb->args[3]: members already considered.
+ * taken under the session's lock. cb->args[3]: members already considered;
+ * a place that holds while the generation does (a member joining changes
+ * it; none ever leaves). -EAGAIN if the job changed.
  */
-static int ibckpt_nl_kview_others(struct sk_buff *skb, struct netlink_callback *cb, u64 id,
-				  struct pid_namespace *ns)
+static int ibckpt_nl_kview_others(struct sk_buff *skb, struct netlink_callback *cb,
+				  struct ibckpt_session *s, struct pid_namespace *ns)
 {
 	struct pid *batch[IBCKPT_NL_BATCH];
-	struct ibckpt_session *s;
 	struct ibckpt_member *m;
 	int bkt, n, j, err = 0;
 	long i;
@@ -661,23 +683,22 @@ static int ibckpt_nl_kview_others(struct sk_buff *skb, struct netlink_callback *
 	do {
 		n = 0;
 		i = 0;
-		mutex_lock(&ibckpt_sessions_lock);
-		s = ibckpt_session_find_id(id);
-		if (s) {
-			spin_lock(&s->lock);
-			hash_for_each(s->members, bkt, m, node) {
-				if (i++ < cb->args[3])
-					continue;
-				batch[n++] = get_pid(m->tgid);
-				if (n == IBCKPT_NL_BATCH)
-					break;
-			}
+		spin_lock(&s->lock);
+		if (ibckpt_nl_snap_changed(cb, s)) {
 			spin_unlock(&s->lock);
+			return -EAGAIN;
 		}
-		mutex_unlock(&ibckpt_sessions_lock);
+		hash_for_each(s->members, bkt, m, node) {
+			if (i++ < cb->args[3])
+				continue;
+			batch[n++] = get_pid(m->tgid);
+			if (n == IBCKPT_NL_BATCH)
+				break;
+		}
+		spin_unlock(&s->lock);
 		for (j = 0; j < n; j++) {
 			if (!err)
-				err = ibckpt_nl_fill_other(skb, cb, batch[j], id, ns);
+				err = ibckpt_nl_fill_other(skb, cb, s, batch[j], ns);
 			if (!err)
 				cb->args[3]++;
 			put_pid(batch[j]);
@@ -718,8 +739,9 @@ static bool ibckpt_nl_snapshots_mine(u64 id)
 static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 {
 	struct ibckpt_session *s;
+	bool frozen = false, mine;
 	struct nlattr **attrs;
-	bool frozen, mine;
+	u32 gen = 0;
 	int ret;
 
 	if (!ibckpt_nl_privileged(cb->skb)) {
@@ -737,8 +759,16 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 		return ret;
 	mutex_lock(&ibckpt_sessions_lock);
 	s = ibckpt_session_find_id(cb->args[5]);
-	frozen = s && READ_ONCE(s->state) == IBCKPT_STATE_FROZEN;
+	if (s) {
+		/* together: the release that ends FROZEN changes the generation */
+		spin_lock(&s->lock);
+		frozen = s->state == IBCKPT_STATE_FROZEN;
+		gen = atomic_read(&s->gen);
+		spin_unlock(&s->lock);
+	}
 	mutex_unlock(&ibckpt_sessions_lock);
+	BUILD_BUG_ON(sizeof(cb->args[4]) < sizeof(u64));
+	cb->args[4] |= (long)((u64)gen << 32);
 	/* MR addresses and rkeys are credentials on the fabric: only one's own */
 	mine = netlink_ns_capable(cb->skb, &init_user_ns, CAP_SYS_ADMIN) ||
 	       ibckpt_nl_snapshots_mine(cb->args[5]);
@@ -754,6 +784,19 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
 	return 0;
 }
 
+/* The dumped session, with a reference; NULL once it is no longer listed. */
+static struct ibckpt_session *ibckpt_nl_snap_session(struct netlink_callback *cb)
+{
+	struct ibckpt_session *s;
+
+	mutex_lock(&ibckpt_sessions_lock);
+	s = ibckpt_session_find_id(cb->args[5]);
+	if (s)
+		kref_get(&s->ref);
+	mutex_unlock(&ibckpt_sessions_lock);
+	return s;
+}
+
 /*
  * cb->args[0]: the snapshot being sent, by its process's global id (0 before
  * the first, -1 once all are sent); cb->args[1]: bytes of it sent;
@@ -762,28 +805,41 @@ static int ibckpt_nl_snapshot_start(struct netlink_callback *cb)
  * Only the snapshots given for this session count: a process that belonged
  * to another frozen job before is not mixed in.
  *
- * A round resumes at the process it was sending, found by its id, never by
- * its place in the list: a process can lose its snapshot between two rounds
- * although its job is frozen (its control thread is never parked and may
- * close /dev/ibckpt; a kill; a thaw drops them all). When the one being sent
- * is gone, the dump ends with -EAGAIN (the job changed while it was read)
- * instead of going on with the next process's pieces from the same offset,
- * or calling a process without a snapshot in the middle of it. A process
- * that leaves after its snapshot was sent does not matter to the rounds
- * after it; one that leaves before its turn is not sent.
+ * The job can change between two rounds although it is frozen: a control
+ * thread is never parked and may close /dev/ibckpt, a process may be
+ * killed, a thaw drops every snapshot, a newcomer joins. Whatever the dump
+ * reads, it reads under the lock of that part of the job, and first checks
+ * there that the job's generation is still the one of its start (struct
+ * ibckpt_session, @gen): if not, it ends with -EAGAIN (the job changed
+ * while it was read), after what it read before the change. So no snapshot
+ * is missing because its process left before its turn, none is resumed in
+ * another's place, no process is said twice, and the places the rounds
+ * resume at (a process's id, a member's rank) hold.
  */
 static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	bool resume = cb->args[0] > 0;
 	u64 id = cb->args[5];
+	struct ibckpt_session *s;
 	struct ibckpt_proc *p;
 	int n, err = 0;
 	u32 tgid;
 
+	/* every snapshot sent, nothing more to read */
+	if (cb->args[0] < 0 && !(ibckpt_nl_snap_flags(cb) & IBCKPT_SNAPSHOT_F_KVIEW))
+		return 0;
+	/* ended and gone: its generation changed first */
+	s = ibckpt_nl_snap_session(cb);
+	if (!s)
+		return -EAGAIN;
 	if (cb->args[0] < 0)
 		goto others;
 	mutex_lock(&ibckpt_procs_lock);
+	if (ibckpt_nl_snap_changed(cb, s)) {
+		err = -EAGAIN;
+		goto out;
+	}
 	list_for_each_entry(p, &ibckpt_procs, node) {
 		if (!p->snap || p->quiesce_session != id)
 			continue;
@@ -808,23 +864,28 @@ static int ibckpt_nl_snapshot_dump(struct sk_buff *skb, struct netlink_callback 
 			}
 			cb->args[1] += n;
 		}
-		if (cb->args[4] & IBCKPT_SNAPSHOT_F_KVIEW) {
+		if (ibckpt_nl_snap_flags(cb) & IBCKPT_SNAPSHOT_F_KVIEW) {
 			err = ibckpt_nl_fill_kview(skb, cb, p, tgid, ns);
 			if (err)
 				goto out;
 		}
 	}
 	mutex_unlock(&ibckpt_procs_lock);
-	/* nothing was put in @skb: the dump ends with the error */
-	if (resume)
-		return -EAGAIN;
+	/* the one being sent is gone: never the next's pieces from its offset */
+	if (resume) {
+		err = -EAGAIN;
+		goto put;
+	}
 	cb->args[0] = -1;
 others:
-	if (cb->args[4] & IBCKPT_SNAPSHOT_F_KVIEW)
-		err = ibckpt_nl_kview_others(skb, cb, id, ns);
-	return err && !skb->len ? err : skb->len;
+	if (ibckpt_nl_snap_flags(cb) & IBCKPT_SNAPSHOT_F_KVIEW)
+		err = ibckpt_nl_kview_others(skb, cb, s, ns);
+	goto put;
 out:
 	mutex_unlock(&ibckpt_procs_lock);
+put:
+	ibckpt_session_put(s);
+	/* an error after messages: they go first, the next round finds it again */
 	return err && !skb->len ? err : skb->len;
 }
 

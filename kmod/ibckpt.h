@@ -31,7 +31,8 @@ struct ibckpt_kview;
  * @ctrl: the control thread, never parked with the application threads
  * @events: events not yet read by the control thread
  * @quiesce_session: the session it was asked to quiesce for, 0 if none;
- *	under ibckpt_procs_lock
+ *	under ibckpt_procs_lock. Asking it, its snapshot kept or dropped, and
+ *	its registration ending change that session's generation (session.h)
  * @quiesce_answered: it answered that request; under ibckpt_procs_lock
  * @snap: the snapshot it gave for @quiesce_session (kvmalloc), freed when
  *	the session ends or the process goes; under ibckpt_procs_lock
@@ -66,6 +67,7 @@ void ibckpt_chardev_exit(void);
 int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q);
 int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a);
 void ibckpt_snapshot_drop(struct ibckpt_proc *p);
+void ibckpt_quiesce_unlist(struct ibckpt_proc *p);
 int ibckpt_genl_init(void);
 void ibckpt_genl_exit(void);
 

@@ -20,7 +20,10 @@
  *
  * Locking: ibckpt_procs_lock protects the per-process request state; a
  * session's counters are under its spinlock. Answers find their session under
- * ibckpt_sessions_lock, never while holding ibckpt_procs_lock.
+ * ibckpt_sessions_lock, never while holding ibckpt_procs_lock. A snapshot
+ * kept and a registration ending take ibckpt_procs_lock inside
+ * ibckpt_sessions_lock: they bump their session's generation (session.h,
+ * @gen) in the section that makes the change, and find it by id.
  */
 #include <linux/mm.h>
 #include <linux/pid.h>
@@ -99,6 +102,7 @@ void ibckpt_quiesce_ask(struct ibckpt_session *s)
 			continue;
 		p->quiesce_session = s->id;
 		p->quiesce_answered = false;
+		ibckpt_session_changed(s);
 		if (ibckpt_evq_post(&p->events, IBCKPT_EV_QUIESCE, s->id)) {
 			/* a control thread 16 events behind: treat as failed */
 			p->quiesce_answered = true;
@@ -137,6 +141,7 @@ void ibckpt_quiesce_end(struct ibckpt_session *s, u32 event)
 			continue;
 		p->quiesce_session = 0;
 		ibckpt_snapshot_drop(p);	/* the state it described is going away */
+		ibckpt_session_changed(s);
 		if (ibckpt_evq_post_end(&p->events, event, s->id))
 			pr_warn("ibckpt: pid %d: control thread 16 events behind, oldest dropped\n",
 				pid_nr(p->tgid));
@@ -212,6 +217,27 @@ int ibckpt_quiesce_answer(struct ibckpt_proc *p, const struct ibckpt_quiesced *q
 }
 
 /**
+ * ibckpt_quiesce_unlist() - a registration ends: off the list of processes
+ * @p: the registered process
+ *
+ * No freeze asks it from now on; a session it was asked for changed (its
+ * snapshot, if any, is no longer one of the job's).
+ */
+void ibckpt_quiesce_unlist(struct ibckpt_proc *p)
+{
+	struct ibckpt_session *s;
+
+	mutex_lock(&ibckpt_sessions_lock);
+	mutex_lock(&ibckpt_procs_lock);
+	list_del(&p->node);
+	s = p->quiesce_session ? ibckpt_session_find_id(p->quiesce_session) : NULL;
+	if (s)
+		ibckpt_session_changed(s);
+	mutex_unlock(&ibckpt_procs_lock);
+	mutex_unlock(&ibckpt_sessions_lock);
+}
+
+/**
  * ibckpt_snapshot_drop() - forget a process's snapshot and its kernel view
  * @p: the registered process
  *
@@ -252,6 +278,7 @@ void ibckpt_snapshot_drop(struct ibckpt_proc *p)
 int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg *a)
 {
 	struct ibckpt_why why = {};
+	struct ibckpt_session *s;
 	struct ibckpt_kview *kv;
 	struct ibckpt_snap_hdr *h;
 	void *buf;
@@ -293,9 +320,12 @@ int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg
 	h->tgid = task_tgid_vnr(current);
 	h->pinned_bytes = current->mm ?
 			  (u64)atomic64_read(&current->mm->pinned_vm) << PAGE_SHIFT : 0;
+	mutex_lock(&ibckpt_sessions_lock);
+	/* a session is listed until it has ended its requests (quiesce_end) */
+	s = ibckpt_session_find_id(a->session);
 	mutex_lock(&ibckpt_procs_lock);
 	/* checked again: a second ioctl may have raced, or the session ended */
-	ret = p->quiesce_session != a->session ? -ESRCH :
+	ret = !s || p->quiesce_session != a->session ? -ESRCH :
 	      p->snap || p->quiesce_answered ? -EALREADY : 0;
 	if (!ret) {
 		p->snap = buf;
@@ -303,8 +333,10 @@ int ibckpt_snapshot_take(struct ibckpt_proc *p, const struct ibckpt_snapshot_arg
 		p->kview = kv;
 		buf = NULL;
 		kv = NULL;
+		ibckpt_session_changed(s);
 	}
 	mutex_unlock(&ibckpt_procs_lock);
+	mutex_unlock(&ibckpt_sessions_lock);
 	kvfree(buf);
 	ibckpt_kview_free(kv);
 	return ret;

@@ -134,6 +134,7 @@ static int ibckpt_session_remember(struct ibckpt_session *s, struct pid *tgid)
 	if (!dup) {
 		hash_add_rcu(s->members, &m->node, (unsigned long)tgid);
 		s->nprocs++;
+		ibckpt_session_changed(s);
 	}
 	spin_unlock(&s->lock);
 	if (dup) {
@@ -350,6 +351,7 @@ static bool ibckpt_session_release(struct ibckpt_session *s, enum ibckpt_state s
 	}
 	WRITE_ONCE(s->state, st);
 	WRITE_ONCE(s->released, true);
+	ibckpt_session_changed(s);	/* its snapshots are dropped next */
 	/* the threads are free for another session from now on */
 	list_for_each_entry(thr, &s->threads, node) {
 		ibckpt_thread_unclaim(thr);

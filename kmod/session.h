@@ -5,6 +5,7 @@
 #ifndef IBCKPT_SESSION_H
 #define IBCKPT_SESSION_H
 
+#include <linux/atomic.h>
 #include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -129,6 +130,17 @@ struct ibckpt_quiesce {
  * @started: when the freeze was requested
  * @freeze_ns: request to FROZEN, 0 until frozen
  * @q: the providers' part (quiesce.c), under @lock
+ * @gen: the job's generation: SNAPSHOT_GET (genl.c) reads its snapshots
+ *	and members over several rounds and ends with -EAGAIN if it changed in
+ *	between. Bumped (ibckpt_session_changed()) in the critical section
+ *	that makes the change, under the lock of what changed: @lock when a
+ *	process joins @members or the session is released; ibckpt_procs_lock
+ *	when a provider is asked for this session, gives its snapshot, loses it
+ *	(the session ends) or its registration ends. A reader compares it under
+ *	the lock of what it reads next. A FROZEN job's snapshots change for no
+ *	other reason: a provider gives its snapshot only before it answers, the
+ *	job is FROZEN only once every provider asked has answered, and asking
+ *	a newcomer makes it FREEZING again. Lives as long as the session.
  * @rcu: freed after a grace period (threads point to it)
  */
 struct ibckpt_session {
@@ -160,8 +172,20 @@ struct ibckpt_session {
 	u64 started;
 	u64 freeze_ns;
 	struct ibckpt_quiesce q;
+	atomic_t gen;
 	struct rcu_head rcu;
 };
+
+/**
+ * ibckpt_session_changed() - what SNAPSHOT_GET reports of the job changed
+ * @s: the session
+ *
+ * Context: in the section that made the change, under its lock (see @gen).
+ */
+static inline void ibckpt_session_changed(struct ibckpt_session *s)
+{
+	atomic_inc(&s->gen);
+}
 
 /**
  * struct ibckpt_sel - how a request names a session

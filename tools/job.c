@@ -228,9 +228,9 @@ const char *cli_dump_why(int err, const char *ext)
 		return "no such job";
 	case -EBADF:
 		return "not a cgroup v2 directory";
-	case -EAGAIN:	/* SNAPSHOT_GET: the process being sent left */
+	case -EAGAIN:	/* SNAPSHOT_GET: the job changed after the dump started */
 		return "the job changed while its snapshots were read (a process left or "
-		       "it was thawed); try again";
+		       "joined, or it was thawed); try again";
 	}
 	return ext;
 }

@@ -3,7 +3,9 @@
  * snapleave: a process of a frozen job loses its snapshot between two rounds
  * of a SNAPSHOT_GET dump (tests/vm/cases/58-dump-kernel-view.sh; the fuzzer
  * met it once at random: "the kernel's view of 261 in the middle of its
- * snapshot").
+ * snapshot"). Whichever process it is, the job changed while it was read:
+ * the dump must end with EAGAIN, not with success and a snapshot missing or
+ * a process said twice.
  *
  *   snapleave IBCKPT     (the ibckpt CLI, which freezes and thaws)
  *
@@ -17,10 +19,19 @@
  *           process may start anywhere but at 0, no kernel view may name the
  *           one left in the middle of its pieces.
  *  earlier: once the second snapshot started, the first process (whose
- *           snapshot was sent whole) closes /dev/ibckpt. The second must
- *           still arrive whole and in order, and the dump end with 0.
+ *           snapshot was sent whole) closes /dev/ibckpt. The dump must end
+ *           with EAGAIN; the second snapshot arrives in order as far as it
+ *           goes, and the first process is not said again, without a
+ *           snapshot, among the processes that gave none.
+ *  later:   once half of the first snapshot arrived, the other process,
+ *           whose turn had not come, closes /dev/ibckpt. The dump must end
+ *           with EAGAIN, not with success and its snapshot never sent.
+ *  joined:  once half of the first snapshot arrived, a new process joins
+ *           the group, and the dump waits until the session counts it. The
+ *           dump must end with EAGAIN: the job it read is not the job now.
  *
- * Every piece is checked against the bytes its provider gave.
+ * Every piece is checked against the bytes its provider gave, and no
+ * process may have two kernel views (IBCKPT_A_KPROC).
  * Exit status: 0 if all held, 1 if not (FAIL lines), 2 if it could not run.
  */
 #include <errno.h>
@@ -59,6 +70,7 @@ struct provider {
 	/* what the dump delivered of its snapshot */
 	uint32_t got, total;
 	bool started, whole;
+	int kprocs;	/* its kernel views (IBCKPT_A_KPROC) */
 };
 
 /* The snapshot process @pid gives for @session: WC records, bytes of @pid. */
@@ -216,14 +228,17 @@ static int family_id(int fd)
 	return -1;
 }
 
-enum scenario { CURRENT, EARLIER };
+enum scenario { CURRENT, EARLIER, LATER, JOINED };
+
+static const char *const NAMES[] = { "current", "earlier", "later", "joined" };
 
 struct dump {
 	enum scenario sc;
 	struct provider *p;
 	pid_t order[NPROC];	/* the processes in the order their pieces came */
 	int norder;
-	bool left;		/* the first process closed /dev/ibckpt */
+	bool changed;		/* a process left, or joined */
+	pid_t joiner;		/* joined: the newcomer */
 	int done;		/* 1 + the errno NLMSG_DONE carried, 0 before */
 };
 
@@ -301,6 +316,9 @@ static void on_message(struct dump *d, const struct nlmsghdr *h)
 		if (p && p->started && !p->whole)
 			FAIL("the kernel's view of %d in the middle of its snapshot (%u of %u)",
 			     (int)p->pid, p->got, p->total);
+		if (p && tb[IBCKPT_A_KPROC] && p->kprocs++)
+			FAIL("a second kernel view of %d (%s)", (int)p->pid,
+			     p->started ? "its snapshot was sent" : "no snapshot sent");
 		return;
 	}
 	if (!tb[IBCKPT_A_SNAP_TGID] || !tb[IBCKPT_A_SNAP_TOTAL] || !tb[IBCKPT_A_SNAP_OFFSET] ||
@@ -311,23 +329,74 @@ static void on_message(struct dump *d, const struct nlmsghdr *h)
 	on_piece(d, tb);
 }
 
-/* Make the first process leave when the scenario says; 0, or -1 (said). */
+/* The processes the session of group @pgid counts, -1 if it cannot tell. */
+static int session_procs(pid_t pgid)
+{
+	char cmd[512], out[4096];
+	size_t n;
+	FILE *f;
+	int procs = -1;
+	const char *at;
+
+	snprintf(cmd, sizeof(cmd), "%s -j status %d", CLI, (int)pgid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	pclose(f);
+	out[n] = 0;
+	at = strstr(out, "\"procs\":");
+	if (at)
+		sscanf(at + 8, "%d", &procs);
+	return procs;
+}
+
+/* A new process joins the group of d->p[0]; once the session counts it, 0. */
+static int join(struct dump *d)
+{
+	pid_t pgid = d->p[0].pid;
+	int before = session_procs(pgid), i;
+
+	d->joiner = fork();
+	if (d->joiner < 0)
+		return -1;
+	if (!d->joiner) {
+		setpgid(0, pgid);
+		for (;;)
+			pause();
+	}
+	setpgid(d->joiner, pgid);
+	for (i = 0; i < 300 && before >= 0; i++) {
+		if (session_procs(pgid) > before)
+			return 0;
+		usleep(100000);
+	}
+	fprintf(stderr, "snapleave: the session did not count the newcomer (%d before)\n",
+		before);
+	return -1;
+}
+
+/* Make a process leave (or join) when the scenario says; 0, or -1 (said). */
 static int maybe_leave(struct dump *d)
 {
-	struct provider *first;
+	struct provider *first, *who;
 
-	if (d->left || !d->norder)
+	if (d->changed || !d->norder)
 		return 0;
 	first = by_pid(d, d->order[0]);
-	if (d->sc == CURRENT ? first->got < first->total / 2 || first->whole : d->norder < 2)
+	if (d->sc == EARLIER ? d->norder < 2 : first->got < first->total / 2 || first->whole)
 		return 0;
-	if (d->sc == CURRENT && first->got >= first->total - 8 * 3072) {
+	if (d->sc != EARLIER && first->got >= first->total - 8 * 3072) {
 		fprintf(stderr, "snapleave: the dump went too fast to leave halfway\n");
 		return -1;
 	}
-	if (write(first->cmd, "c", 1) != 1 || wait_ack(first, 'c'))
+	d->changed = true;
+	if (d->sc == JOINED)
+		return join(d);
+	/* later: the one whose turn has not come */
+	who = d->sc == LATER ? &d->p[first == &d->p[0]] : first;
+	if (write(who->cmd, "c", 1) != 1 || wait_ack(who, 'c'))
 		return -1;
-	d->left = true;
 	return 0;
 }
 
@@ -371,7 +440,8 @@ static int run(int family, enum scenario sc)
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	struct nlattr *na = (struct nlattr *)q.a;
 	int fd = -1, i, rc = 2, rcvbuf = 4096, before = FAILS;
-	const char *name = sc == CURRENT ? "current" : "earlier";
+	const char *name = NAMES[sc];
+	struct provider *second;
 
 	for (i = 0; i < NPROC; i++)
 		if (spawn(&p[i], i ? p[0].pid : 0))
@@ -404,24 +474,29 @@ static int run(int family, enum scenario sc)
 	if (send(fd, &q, q.h.nlmsg_len, 0) < 0 || read_dump(fd, &d))
 		goto out;
 	rc = 0;
-	if (!d.left)
-		FAIL("%s: the dump ended (%s) before a process could leave", name,
+	second = d.norder > 1 ? by_pid(&d, d.order[1]) : NULL;
+	if (!d.changed)
+		FAIL("%s: the dump ended (%s) before a process could leave or join", name,
 		     strerror(d.done - 1));
-	else if (sc == CURRENT && d.done - 1 != EAGAIN)
-		FAIL("current: the dump ended with %s, not EAGAIN, after the process being "
-		     "sent left", d.done == 1 ? "success" : strerror(d.done - 1));
-	else if (sc == EARLIER && (d.done != 1 || !by_pid(&d, d.order[1])->whole))
-		FAIL("earlier: the dump ended with %s, the second snapshot at %u of %u",
-		     d.done == 1 ? "success" : strerror(d.done - 1),
-		     by_pid(&d, d.order[1])->got, by_pid(&d, d.order[1])->total);
+	else if (d.done - 1 != EAGAIN)
+		FAIL("%s: the dump ended with %s, not EAGAIN, after %s (the second "
+		     "snapshot %s)", name, d.done == 1 ? "success" : strerror(d.done - 1),
+		     sc == CURRENT ? "the process being sent left" :
+		     sc == EARLIER ? "a process sent already left" :
+		     sc == LATER ? "a process not sent yet left" : "a process joined",
+		     !second ? "never sent" : second->whole ? "whole" : "in part");
 	printf("snapleave: %s: %s (pieces: %u and %u bytes)\n", name,
 	       FAILS == before ? "ok" : "FAILED", d.norder > 0 ? by_pid(&d, d.order[0])->got : 0,
-	       d.norder > 1 ? by_pid(&d, d.order[1])->got : 0);
+	       second ? second->got : 0);
 out:
 	if (fd >= 0)
 		close(fd);
 	if (p[0].pid > 0 && cli("thaw", p[0].pid))
 		fprintf(stderr, "snapleave: %s: the thaw failed\n", name);
+	if (d.joiner > 0) {
+		kill(d.joiner, SIGKILL);
+		waitpid(d.joiner, NULL, 0);
+	}
 	for (i = 0; i < NPROC; i++) {
 		if (p[i].pid <= 0)
 			continue;
@@ -435,6 +510,7 @@ out:
 
 int main(int argc, char **argv)
 {
+	enum scenario sc;
 	int fd, family;
 
 	if (argc != 2) {
@@ -450,7 +526,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "snapleave: no generic netlink family %s\n", IBCKPT_GENL_NAME);
 		return 2;
 	}
-	if (run(family, CURRENT) == 2 || run(family, EARLIER) == 2)
-		return 2;
+	for (sc = CURRENT; sc <= JOINED; sc++)
+		if (run(family, sc) == 2)
+			return 2;
 	return FAILS ? 1 : 0;
 }

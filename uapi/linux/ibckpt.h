@@ -200,8 +200,9 @@ struct ibckpt_share_creds {
  *	hold addresses and keys). With IBCKPT_SNAPSHOT_F_KVIEW in
  *	IBCKPT_A_FLAGS, also the kernel's view of each process (IBCKPT_A_KPROC,
  *	IBCKPT_A_KQP messages, see "The kernel's own view" below). Ends with
- *	-EAGAIN if the process being sent lost its snapshot (it left, or the
- *	session was thawed) between two rounds of the dump.
+ *	-EAGAIN if the job changed after the dump started (a process of it
+ *	left, lost or gave a snapshot, or joined it; the session was thawed):
+ *	what it sent before is as it was, the rest is not sent.
  * @__IBCKPT_CMD_MAX: number of commands
  * @IBCKPT_CMD_MAX: highest command
  *

@@ -11,10 +11,11 @@
 #     `ibckpt freeze` names the QP and why: another process's QP, no such QP,
 #     no such device; a QP whose PD is not in the snapshot is malformed.
 #     The forger's own answer afterwards is refused: the refusal answered.
-# (c) A process that loses its snapshot between two rounds of the dump
-#     (tests/kmod/snapleave): the one being sent ends the dump with EAGAIN,
-#     never another's pieces from its offset; one sent already changes
-#     nothing for the next.
+# (c) The job changes between two rounds of the dump (tests/kmod/snapleave):
+#     the process being sent, one sent already or one whose turn has not
+#     come closes /dev/ibckpt, or a process joins the job. Each ends the
+#     dump with EAGAIN: never another's pieces from an offset, a process
+#     said twice, or success with a snapshot missing.
 # Traffic verifies after the thaw.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
