@@ -3026,7 +3026,7 @@ static void translate_keys_through(bool xl)
 	struct ibv_wc wc[4];
 	struct ibv_cq *cq;
 	struct ibv_qp *q;
-	uint32_t gen, gen2;
+	uint32_t gen, gen2, live;
 	int i;
 
 	app_init();
@@ -3083,6 +3083,15 @@ static void translate_keys_through(bool xl)
 	ibckpt_ctx_set_remapped(ctx);
 	CHECK_EQ(send(q, &wr, &bad), 0);
 	CHECK_EQ(v.send.wr.rdma.rkey, 0x888);
+	/* the vendor refuses the copy: the application's request is named, not logged */
+	live = ibckpt_wrlog_live(&to_iqp(q)->sq);
+	v.send_fail = ENOMEM;
+	v.send_fail_after = 0;
+	bad = NULL;
+	CHECK_EQ(send(q, &wr, &bad), ENOMEM);
+	CHECK(bad == &wr);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), live);
+	v.send_fail = 0;
 	/* no SGE at all (a zero-length write): nothing to read behind sg_list */
 	wr.num_sge = 0;
 	wr.sg_list = NULL;
