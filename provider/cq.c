@@ -192,7 +192,8 @@ static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, st
  * IBCKPT_CQ_REMAPPED alone, no orphan): nothing is taken out, and a
  * completion of the CQ's last QP, not UD (whose sender is translated too),
  * is translated and retired in one step, by the QP it names; any other as
- * retire_slow() would. Return: @n.
+ * retire_slow() would (retire_remapped_one(), out of line: the loop keeps
+ * few registers). Return: @n.
  */
 static __attribute__((noinline)) void retire_remapped_one(struct ibckpt_context *ctx,
 							   struct ibckpt_cq *cq, struct ibv_wc *wc)

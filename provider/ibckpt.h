@@ -102,9 +102,15 @@ struct ibckpt_context {
 	/*
 	 * Moved (by two, from 1: never 0) after every change of lkeys, under
 	 * key_lock: a queue's cached translation (struct ibckpt_key_cache)
-	 * holds only while it is the stamp it was filled at.
+	 * holds only while it is the stamp it was filled at. 64 bits: it does
+	 * not wrap. On a line of its own: every translated post reads it, and
+	 * key_lock is written by every lookup of the tables (SRQ and UD posts,
+	 * lists, a cache's miss).
 	 */
-	atomic_uint key_stamp;
+	union {
+		atomic_ulong key_stamp;
+		char key_stamp_line[64];
+	} __attribute__((aligned(64)));
 	struct ibckpt_vidmap lkeys;		/* virtual lkey -> shadow MR */
 	struct ibckpt_vidmap rkeys;		/* virtual rkey -> shadow MR */
 	struct ibckpt_vidmap mw_virt;		/* window's virtual index -> real one, window */
@@ -366,7 +372,7 @@ struct ibckpt_mcast {
  */
 struct ibckpt_key_cache {
 	uint64_t vdev;		/* rkeys: the peer's device */
-	uint32_t stamp;		/* lkeys: ctx->key_stamp when filled; rkeys: 1 */
+	uint64_t stamp;		/* lkeys: ctx->key_stamp when filled; rkeys: 1 */
 	uint32_t vkey;
 	uint32_t real;
 };
@@ -382,9 +388,9 @@ struct ibckpt_qp {
 	/*
 	 * Which posts take a one-request path, decided once: at the create,
 	 * and at a restart (ibckpt_qp_set_paths()). IBCKPT_POST_SEND, _RECV:
-	 * inline, identity IDs; _SEND_XL, _RECV_XL: a remapped context's,
-	 * translated, out of line; none: the general path (types from UD up,
-	 * queues without a log).
+	 * identity IDs; _SEND_XL, _RECV_XL: a remapped context's, translated
+	 * (inline in the entries a restart sets, qp.c); none: the general
+	 * path (types from UD up, queues without a log).
 	 */
 	uint8_t fast;
 	/*

@@ -475,7 +475,7 @@ static __attribute__((noinline)) int post_send_xlate(struct ibckpt_qp *qp, struc
 /* The miss of lkey_real(): the context's table, under its key_lock. */
 static __attribute__((noinline)) uint32_t lkey_miss(struct ibckpt_context *ctx,
 						    struct ibckpt_key_cache *c, uint32_t key,
-						    uint32_t stamp)
+						    uint64_t stamp)
 {
 	uint32_t r = ibckpt_key_real(ctx, &ctx->lkeys, key, 0);
 
@@ -487,13 +487,16 @@ static __attribute__((noinline)) uint32_t lkey_miss(struct ibckpt_context *ctx,
 
 /*
  * The real key behind one of the context's virtual lkeys, @c the queue's
- * cache (its lock held). The stamp is read before the table (acquire, the
- * writers' release): an entry filled while a key changed is stale at once.
+ * cache (its lock held). The stamp is read before the table: acquire, so
+ * that a miss's read of the table (under key_lock, whose acquire would let
+ * an earlier load move after it) cannot come before it; with the writers'
+ * release, an entry filled while a key changed is stale at once. (On x86
+ * an acquire load is a plain one.)
  */
 static inline uint32_t lkey_real(struct ibckpt_context *ctx, struct ibckpt_key_cache *c,
 				 uint32_t key)
 {
-	uint32_t stamp = atomic_load_explicit(&ctx->key_stamp, memory_order_acquire);
+	uint64_t stamp = atomic_load_explicit(&ctx->key_stamp, memory_order_acquire);
 
 	if (__builtin_expect(c->vkey == key && c->stamp == stamp, 1))
 		return c->real;
@@ -572,11 +575,9 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 		*rkey = rkey_real(qp, *rkey);
 	}
 	ret = ibv_post_send(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0)) {
-		if (rbad)
-			ibckpt_wrlog_unpost(&qp->sq, 1);
-		*bad = rbad ? wr : NULL;
-	}
+	if (__builtin_expect(ret != 0, 0) && rbad)
+		ibckpt_wrlog_unpost(&qp->sq, 1);
+	*bad = rbad ? wr : NULL;	/* NULL on success, as the identity path leaves it */
 	return ret;
 }
 
@@ -610,11 +611,9 @@ static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
 		sges_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
 	}
 	ret = ibv_post_recv(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0)) {
-		if (rbad)
-			ibckpt_wrlog_unpost(&qp->rq, 1);
-		*bad = rbad ? wr : NULL;
-	}
+	if (__builtin_expect(ret != 0, 0) && rbad)
+		ibckpt_wrlog_unpost(&qp->rq, 1);
+	*bad = rbad ? wr : NULL;
 	return ret;
 }
 

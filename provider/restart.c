@@ -642,7 +642,11 @@ void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 	 * entry posts and polls right in either state, so a thread that read
 	 * the old one before these stores posts right too (after waiting at
 	 * its closed queue). The counting ops (stats.c) call the identity
-	 * entries, which translate on their general paths: kept.
+	 * entries, which translate on their general paths: kept. libibverbs'
+	 * inline ibv_post_send() and ibv_poll_cq() load these pointers with
+	 * plain loads (a data race in C11 terms, which a race detector
+	 * reports): aligned pointer stores are never seen torn, and whichever
+	 * entry a thread loads is right.
 	 */
 	if (!ibckpt_stats_on) {
 		__atomic_store_n(&ops->post_send, ibckpt_post_send_xl, __ATOMIC_RELAXED);

@@ -57,8 +57,11 @@ static struct {
 	unsigned int srq_posts;
 	unsigned int recv_posts;	/* receives the vendor's QPs were given */
 	struct ibv_sge recv_sge;	/* ... the last one's first SGE */
+	struct ibv_sge recv_sges[4];	/* ... its first four */
+	int recv_fail;			/* errno for the next post_recv, 0: take it */
 	struct ibv_send_wr send;	/* last request the vendor's QP was given */
 	struct ibv_sge send_sge;
+	struct ibv_sge send_sges[4];	/* the last request's first four SGEs */
 	struct ibv_wc cqe[16];		/* what the vendor's CQ returns next */
 	int ncqe;
 	int destroyed;
@@ -535,6 +538,8 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 	v.send = *wr;
 	if (wr->num_sge)
 		v.send_sge = wr->sg_list[0];
+	for (int i = 0; i < wr->num_sge && i < 4; i++)
+		v.send_sges[i] = wr->sg_list[i];
 	for (; wr; wr = wr->next) {
 		enum ibv_wc_status st = IBV_WC_SUCCESS;
 
@@ -567,8 +572,14 @@ static int fake_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 static int fake_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)q;
+	if (v.recv_fail) {	/* the vendor's queue is full */
+		*bad = wr;
+		return v.recv_fail;
+	}
 	if (wr && wr->num_sge)
 		v.recv_sge = wr->sg_list[0];
+	for (int i = 0; wr && i < wr->num_sge && i < 4; i++)
+		v.recv_sges[i] = wr->sg_list[i];
 	for (; wr; wr = wr->next)
 		v.recv_posts++;
 	*bad = NULL;
@@ -3006,6 +3017,51 @@ static void invalidated_keys_are_translated(void)
  * must each be seen at once (a stale entry would give the vendor another
  * MR's key).
  */
+/* A QP of the context that takes four SGEs a request (made before the restart). */
+static struct ibv_qp *four_sge_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = &pd.ibv_pd,
+		.cap = { .max_send_wr = 4, .max_send_sge = 4, .max_recv_wr = 4, .max_recv_sge = 4 },
+	};
+	struct ibv_qp *q;
+
+	v.ids[0] = 0x68;	/* a QPN of its own */
+	v.nids = 1;
+	v.next_id = 0;
+	q = ibckpt_create_qp_ex(&ctx->vctx.context, &a);
+	v.nids = 0;
+	CHECK(q != NULL);
+	if (q)
+		q->state = IBV_QPS_RTS;
+	return q;
+}
+
+/* Three SGEs on @q, the context remapped with lkey 0x300 -> 0x301: each key its own. */
+static void three_sges(struct ibv_qp *q,
+		       int (*send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **),
+		       int (*recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **))
+{
+	struct ibv_sge sg[3] = { { 0x1000, 8, 0x300 }, { 0x2000, 8, 0x444 }, { 0x3000, 8, 0x300 } };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = sg, .num_sge = 3, .opcode = IBV_WR_SEND },
+			   *bad;
+	struct ibv_recv_wr rw = { .wr_id = 6, .sg_list = sg, .num_sge = 3 }, *rbad;
+
+	CHECK(to_iqp(q)->fast & IBCKPT_POST_SEND_XL);
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.num_sge, 3);
+	CHECK_EQ(v.send_sges[0].lkey, 0x301);
+	CHECK_EQ(v.send_sges[1].lkey, 0x444);
+	CHECK_EQ(v.send_sges[2].lkey, 0x301);
+	CHECK_EQ(v.send_sges[2].addr, 0x3000);
+	CHECK_EQ(recv(q, &rw, &rbad), 0);
+	CHECK_EQ(v.recv_sges[0].lkey, 0x301);
+	CHECK_EQ(v.recv_sges[1].lkey, 0x444);
+	CHECK_EQ(v.recv_sges[2].lkey, 0x301);
+	CHECK_EQ(sg[0].lkey, 0x300);
+}
+
 static void translate_keys_through(bool xl)
 {
 	int (*send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) =
@@ -3020,18 +3076,20 @@ static void translate_keys_through(bool xl)
 	};
 	struct ibv_sge sge = { .addr = 0x1000, .length = 8, .lkey = 0x300 }, two[2];
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE }, *bad, w2[2];
+				  .opcode = IBV_WR_RDMA_WRITE }, *bad, w2[2], aw;
 	struct ibv_recv_wr rw = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *rbad;
 	static int owner, owner2;
 	struct ibv_wc wc[4];
 	struct ibv_cq *cq;
 	struct ibv_qp *q;
 	uint32_t gen, gen2, live;
+	struct ibv_qp *q4;
 	int i;
 
 	app_init();
 	cq = app_cq(NULL, NULL);
 	q = send_qp(cq, IBV_QPT_RC, 0);
+	q4 = four_sge_qp(cq);
 	/* virtual lkey 0x300 is real 0x301 now; the peer's rkey 0x500 is 0x777 */
 	CHECK_EQ(ibckpt_key_add(ctx, &ctx->lkeys, 0x300, &owner, &gen), 0);
 	CHECK_EQ(ibckpt_vidmap_set_real(&ctx->lkeys, 0x300, 0x301), 0);
@@ -3054,6 +3112,8 @@ static void translate_keys_through(bool xl)
 	}
 	CHECK_EQ(sge.lkey, 0x300);		/* the application's, untouched */
 	CHECK_EQ(wr.wr.rdma.rkey, 0x500);
+	/* three SGEs, on a QP that takes four: each key its own translation */
+	three_sges(q4, send, recv);
 	/* a key the context made since is its own; one the job does not know too */
 	sge.lkey = 0x444;
 	wr.wr.rdma.rkey = 0x501;
@@ -3092,6 +3152,30 @@ static void translate_keys_through(bool xl)
 	CHECK(bad == &wr);
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), live);
 	v.send_fail = 0;
+	live = ibckpt_wrlog_live(&to_iqp(q)->rq);
+	v.recv_fail = ENOMEM;
+	rbad = NULL;
+	CHECK_EQ(recv(q, &rw, &rbad), ENOMEM);
+	CHECK(rbad == &rw);
+	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->rq), live);
+	v.recv_fail = 0;
+	/* a read and an atomic: the remote key where each keeps it, nothing else moved */
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK_EQ(send(q, &wr, &bad), 0);
+	CHECK_EQ(v.send.wr.rdma.rkey, 0x888);
+	aw = wr;
+	aw.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	aw.wr.atomic.remote_addr = 0x2000;
+	aw.wr.atomic.compare_add = 7;
+	aw.wr.atomic.swap = 9;
+	aw.wr.atomic.rkey = 0x500;
+	CHECK_EQ(send(q, &aw, &bad), 0);
+	CHECK_EQ(v.send.wr.atomic.rkey, 0x888);
+	CHECK_EQ(v.send.wr.atomic.compare_add, 7);
+	CHECK_EQ(v.send.wr.atomic.swap, 9);
+	CHECK_EQ(v.send.wr.atomic.remote_addr, 0x2000);
+	CHECK_EQ(aw.wr.atomic.rkey, 0x500);
+	wr.opcode = IBV_WR_RDMA_WRITE;
 	/* no SGE at all (a zero-length write): nothing to read behind sg_list */
 	wr.num_sge = 0;
 	wr.sg_list = NULL;
@@ -3124,6 +3208,7 @@ static void translate_keys_through(bool xl)
 	ibckpt_key_del(ctx, &ctx->lkeys, 0x300, gen2);
 	ctx->remapped = false;
 	ibckpt_remap_clear();
+	CHECK_EQ(ibckpt_destroy_qp(q4), 0);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	app_destroy_cq(cq);
 	app_fini();
@@ -3134,6 +3219,30 @@ static void remapped_posts_translate_keys(void)
 {
 	translate_keys_through(false);
 	translate_keys_through(true);
+}
+
+/*
+ * With IBCKPT_STATS a restart keeps the counting ops (they call the
+ * identity entries, which translate on their general paths): a switch
+ * would stop the counts at the first restart.
+ */
+static void restart_keeps_counting_ops(void)
+{
+	struct ibv_context_ops before;
+
+	app_init();
+	ctx->vctx.context.ops.post_send = ibckpt_counted_ops.post_send;
+	ctx->vctx.context.ops.post_recv = ibckpt_counted_ops.post_recv;
+	ctx->vctx.context.ops.poll_cq = ibckpt_counted_ops.poll_cq;
+	before = ctx->vctx.context.ops;
+	ibckpt_stats_on = true;
+	ibckpt_ctx_set_remapped(ctx);
+	ibckpt_stats_on = false;
+	CHECK(ctx->vctx.context.ops.post_send == before.post_send);
+	CHECK(ctx->vctx.context.ops.post_recv == before.post_recv);
+	CHECK(ctx->vctx.context.ops.poll_cq == before.poll_cq);
+	ctx->remapped = false;
+	app_fini();
 }
 
 /*
@@ -3295,6 +3404,7 @@ static void ud_source_is_translated(void)
 	struct ibv_wc wc[3];
 	struct ibv_cq *cq;
 	struct ibv_qp *ud, *rc;
+	int i;
 
 	app_init();
 	cq = app_cq(NULL, NULL);
@@ -3307,18 +3417,24 @@ static void ud_source_is_translated(void)
 	CHECK_EQ(ibckpt_remap_set(job, 3), 0);
 	CHECK_EQ(ibckpt_addrs_map_lid(&ctx->addrs, 5, 9), 0);
 	ibckpt_ctx_set_remapped(ctx);
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_RECV, .qp_num = 0x66,
-					   .src_qp = 0x99, .slid = 9 };
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_RECV, .qp_num = 0x66,
-					   .src_qp = 0x97, .slid = 9 };	/* two devices' */
-	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_RECV, .qp_num = 0x67,
-					   .src_qp = 0x99, .slid = 9 };	/* not UD */
-	CHECK_EQ(ibckpt_poll_cq(cq, 3, wc), 3);
-	CHECK_EQ(wc[0].src_qp, 0x44);
-	CHECK_EQ(wc[0].slid, 5);
-	CHECK_EQ(wc[1].src_qp, 0x97);
-	CHECK_EQ(wc[2].src_qp, 0x99);
-	CHECK_EQ(wc[2].slid, 9);
+	/* the identity entry's general path, then the remapped context's own */
+	for (i = 0; i < 2; i++) {
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_RECV,
+						   .qp_num = 0x66, .src_qp = 0x99, .slid = 9 };
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 2, .opcode = IBV_WC_RECV,
+						   .qp_num = 0x66, .src_qp = 0x97,
+						   .slid = 9 };	/* two devices' */
+		v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_RECV,
+						   .qp_num = 0x67, .src_qp = 0x99,
+						   .slid = 9 };	/* not UD */
+		CHECK_EQ((i ? ibckpt_poll_cq_xl : ibckpt_poll_cq)(cq, 3, wc), 3);
+		CHECK_EQ(wc[0].src_qp, 0x44);
+		CHECK_EQ(wc[0].slid, 5);
+		CHECK_EQ(wc[1].src_qp, 0x97);
+		CHECK_EQ(wc[1].slid, 5);	/* the UD QP's second: its last QP's, UD too */
+		CHECK_EQ(wc[2].src_qp, 0x99);
+		CHECK_EQ(wc[2].slid, 9);
+	}
 	ctx->remapped = false;
 	ibckpt_remap_clear();
 	CHECK_EQ(ibckpt_destroy_qp(ud), 0);
@@ -3715,6 +3831,16 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	CHECK_EQ(ibckpt_post_send(fork_parent_qp, &swr, &sbad), EACCES);
 	CHECK(sbad == &swr);
 	CHECK_EQ(ibckpt_post_recv(fork_parent_qp, &rwr, &rbad), EACCES);
+	CHECK(rbad == &rwr);
+	/* the same through the entries a restart sets (a restarted parent's) */
+	errno = 0;
+	CHECK_EQ(ibckpt_poll_cq_xl(parent_cq, 1, &wc), -1);
+	CHECK_EQ(errno, EACCES);
+	sbad = NULL;
+	CHECK_EQ(ibckpt_post_send_xl(fork_parent_qp, &swr, &sbad), EACCES);
+	CHECK(sbad == &swr);
+	rbad = NULL;
+	CHECK_EQ(ibckpt_post_recv_xl(fork_parent_qp, &rwr, &rbad), EACCES);
 	CHECK(rbad == &rwr);
 	CHECK_EQ(ibckpt_gated_ops.req_notify_cq(parent_cq, 0), EACCES);
 	CHECK_EQ(ibckpt_destroy_cq(parent_cq), EACCES);
@@ -5970,6 +6096,7 @@ int main(void)
 	RUN(srq_limit_fires_once_across_a_restart);
 	RUN(invalidated_keys_are_translated);
 	RUN(remapped_posts_translate_keys);
+	RUN(restart_keeps_counting_ops);
 	RUN(release_refuses_unpublished_addresses);
 	RUN(release_needs_the_psns);
 	RUN(real_timer_held_while_released);
