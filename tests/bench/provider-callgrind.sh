@@ -52,6 +52,8 @@ for cfg in $(tr ',' ' ' <<< "${IBCKPT_BENCH_CFGS:-1:1,10000:1,1:1000}"); do
 	read -r d2 dp2 <<< "$(ir direct "$n2" "$mrs" "$qps")"
 	read -r i1 ip1 <<< "$(ir ibckpt "$n1" "$mrs" "$qps")"
 	read -r i2 ip2 <<< "$(ir ibckpt "$n2" "$mrs" "$qps")"
+	[ -n "$d1" ] && [ -n "$d2" ] && [ -n "$i1" ] && [ -n "$i2" ] && [ -n "$ip2" ] ||
+		{ echo "the callgrind runs failed" >&2; exit 1; }
 	[ "$cfg" = 1:1 ] && { b1=$i1 b2=$i2 bp1=$ip1 bp2=$ip2; }
 	added=$(awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v n="$((n2 - n1))" \
 		'BEGIN { printf "%.1f", ((b - a) - (d - c)) / n }')
@@ -103,9 +105,11 @@ empty() {	# MODE POLLS: the run's instructions
 	awk '/^summary:/ { print $2 }' "$out/$cg"
 }
 e1=$((n1 * 10)) e2=$((n1 * 30))
+ea=$(empty direct "$e1") eb=$(empty direct "$e2") ec=$(empty ibckpt "$e1") ed=$(empty ibckpt "$e2")
+[ -n "$ea" ] && [ -n "$eb" ] && [ -n "$ec" ] && [ -n "$ed" ] ||
+	{ echo "the empty polls' runs failed" >&2; exit 1; }
 echo
-awk -v a="$(empty direct "$e1")" -v b="$(empty direct "$e2")" -v c="$(empty ibckpt "$e1")" \
-	-v d="$(empty ibckpt "$e2")" -v n="$((e2 - e1))" \
+awk -v a="$ea" -v b="$eb" -v c="$ec" -v d="$ed" -v n="$((e2 - e1))" \
 	'BEGIN { printf "empty poll: %.1f instructions direct, %.1f added by ibckpt\n", (b - a) / n,
 		 ((d - c) - (b - a)) / n }'
 
@@ -126,6 +130,8 @@ restarted() {	# ITERS: "instructions polls" of a run reacquired before its round
 		grep -q ready "$out/xl.$1" 2> /dev/null && break
 		sleep 0.5
 	done
+	grep -q ready "$out/xl.$1" 2> /dev/null ||
+		{ echo "fastpath --wait never got ready" >&2; exec 3>&-; kill "$pid"; exit 1; }
 	{ ibckpt freeze --persist 600 --tree "$pid" && ibckpt release -D "$out/ck.$1" --tree "$pid" &&
 	  ibckpt thaw --tree "$pid" && ibckpt reacquire -D "$out/ck.$1"; } > /dev/null ||
 		{ echo "the release and reacquire in place failed" >&2; exec 3>&-; kill "$pid"; exit 1; }
@@ -136,6 +142,9 @@ restarted() {	# ITERS: "instructions polls" of a run reacquired before its round
 }
 read -r x1 xp1 <<< "$(restarted "$n1")"
 read -r x2 xp2 <<< "$(restarted "$n2")"
+# each run is a subshell: its exit only ends itself
+[ -n "$x1" ] && [ -n "$xp1" ] && [ -n "$x2" ] && [ -n "$xp2" ] ||
+	{ echo "the translating path's runs failed" >&2; exit 1; }
 for m in ibckpt.$n1.1.1:id.a ibckpt.$n2.1.1:id.b xlate.$n1:xlate.a xlate.$n2:xlate.b; do
 	by_verb "$out/cg.${m%%:*}" fine > "$out/${m#*:}"
 done
