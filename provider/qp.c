@@ -574,10 +574,12 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 
 		*rkey = rkey_real(qp, *rkey);
 	}
+	*bad = NULL;		/* as the identity path leaves it on success */
 	ret = ibv_post_send(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0) && rbad)
+	if (__builtin_expect(ret != 0, 0) && rbad) {
 		ibckpt_wrlog_unpost(&qp->sq, 1);
-	*bad = rbad ? wr : NULL;	/* NULL on success, as the identity path leaves it */
+		*bad = wr;
+	}
 	return ret;
 }
 
@@ -610,10 +612,12 @@ static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
 	} else {
 		sges_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
 	}
+	*bad = NULL;
 	ret = ibv_post_recv(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0) && rbad)
+	if (__builtin_expect(ret != 0, 0) && rbad) {
 		ibckpt_wrlog_unpost(&qp->rq, 1);
-	*bad = rbad ? wr : NULL;
+		*bad = wr;
+	}
 	return ret;
 }
 
