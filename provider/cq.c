@@ -469,9 +469,13 @@ static __attribute__((noinline, cold)) int poll_closed(struct ibckpt_cq *cq, int
 /*
  * The vendor's poll and the private queue's service under the CQ's lock,
  * which a quiesce takes to close the CQ (quiesce.c): no thread is inside
- * the vendor's poll once it is closed.
+ * the vendor's poll once it is closed. What the vendor returned goes to
+ * @retire_unlock, by a tail call (inlined into each entry, the call is a
+ * direct one).
  */
-int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+static inline __attribute__((always_inline)) int
+poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc,
+	int (*retire_unlock)(struct ibckpt_cq *cq, struct ibv_wc *wc, int n))
 {
 	struct ibckpt_cq *cq = to_icq(ibcq);
 	int n;
@@ -485,9 +489,14 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		return poll_drained_unlock(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
-		return poll_retire_unlock(cq, wc, n);
+		return retire_unlock(cq, wc, n);
 	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
+}
+
+int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	return poll_cq(ibcq, ne, wc, poll_retire_unlock);
 }
 
 /**
@@ -503,21 +512,7 @@ int ibckpt_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
  */
 int ibckpt_poll_cq_xl(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
-	struct ibckpt_cq *cq = to_icq(ibcq);
-	int n;
-
-	if (__builtin_expect(ibckpt_ctx_refuses(cq->ctx), 0))	/* an inherited CQ (fork.c) */
-		return poll_refused(EACCES);
-	ibckpt_spin_lock_raw(&cq->lock);
-	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
-		return poll_closed(cq, ne, wc);
-	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
-		return poll_drained_unlock(cq, ne, wc);
-	n = ibv_poll_cq(cq->real, ne, wc);
-	if (n > 0)
-		return poll_retire_xl_unlock(cq, wc, n);
-	ibckpt_spin_unlock_raw(&cq->lock);
-	return n;
+	return poll_cq(ibcq, ne, wc, poll_retire_xl_unlock);
 }
 
 /**

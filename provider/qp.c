@@ -516,6 +516,20 @@ static __attribute__((noinline)) void sges_real(struct ibckpt_context *ctx,
 	}
 }
 
+/* @n SGEs from @src to @dst, their lkeys real: one, most requests', without a loop. */
+static inline __attribute__((always_inline)) void sges_to_real(struct ibckpt_context *ctx,
+								struct ibckpt_key_cache *c,
+								struct ibv_sge *dst,
+								const struct ibv_sge *src, int n)
+{
+	if (__builtin_expect(n == 1, 1)) {
+		dst[0] = src[0];
+		dst[0].lkey = lkey_real(ctx, c, dst[0].lkey);
+	} else {
+		sges_real(ctx, c, dst, src, n);
+	}
+}
+
 /*
  * The peer's real key behind an rkey its application handed out
  * (ibckpt_remap_rkey()), through the send queue's cache: the job's table
@@ -561,12 +575,7 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 	memset((char *)&c + XL_SEND_MEANT, 0, sizeof(c) - XL_SEND_MEANT);
 	c.next = NULL;
 	c.sg_list = s;
-	if (__builtin_expect(wr->num_sge == 1, 1)) {	/* most requests: no loop */
-		s[0] = wr->sg_list[0];
-		s[0].lkey = lkey_real(qp->ctx, &qp->sq_lkey, s[0].lkey);
-	} else {
-		sges_real(qp->ctx, &qp->sq_lkey, s, wr->sg_list, wr->num_sge);
-	}
+	sges_to_real(qp->ctx, &qp->sq_lkey, s, wr->sg_list, wr->num_sge);
 	_Static_assert(IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3, "one compare");
 	if ((unsigned int)wr->opcode - IBV_WR_SEND > 1) {
 		uint32_t *rkey = wr->opcode >= IBV_WR_ATOMIC_CMP_AND_SWP ? &c.wr.atomic.rkey
@@ -606,12 +615,7 @@ static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
 		*bad = wr;
 		return ret;
 	}
-	if (__builtin_expect(wr->num_sge == 1, 1)) {	/* most requests: no loop */
-		s[0] = wr->sg_list[0];
-		s[0].lkey = lkey_real(qp->ctx, &qp->rq_lkey, s[0].lkey);
-	} else {
-		sges_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
-	}
+	sges_to_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
 	*bad = NULL;
 	ret = ibv_post_recv(qp->real, &c, &rbad);
 	if (__builtin_expect(ret != 0, 0) && rbad) {
