@@ -472,6 +472,21 @@ static __attribute__((noinline)) int post_send_xlate(struct ibckpt_qp *qp, struc
 /* What a send request below IBV_WR_LOCAL_INV means: up to its remote part. */
 #define XL_SEND_MEANT offsetof(struct ibv_send_wr, qp_type)
 
+/* Does send_xl() take @wr: one request of an RC/UC QP of a remapped context, few SGEs? */
+static inline bool send_xl_takes(const struct ibckpt_qp *qp, const struct ibv_send_wr *wr)
+{
+	return (qp->fast & IBCKPT_POST_SEND_XL) && wr && !wr->next &&
+	       (unsigned int)wr->opcode < IBV_WR_LOCAL_INV &&
+	       (unsigned int)wr->num_sge <= IBCKPT_XL_SGES;
+}
+
+/* Does recv_xl() take @wr: one request of the QP's own receive queue, remapped? */
+static inline bool recv_xl_takes(const struct ibckpt_qp *qp, const struct ibv_recv_wr *wr)
+{
+	return (qp->fast & IBCKPT_POST_RECV_XL) && wr && !wr->next &&
+	       (unsigned int)wr->num_sge <= IBCKPT_XL_SGES;
+}
+
 /* The miss of lkey_real(): the context's table, under its key_lock. */
 static __attribute__((noinline)) uint32_t lkey_miss(struct ibckpt_context *ctx,
 						    struct ibckpt_key_cache *c, uint32_t key,
@@ -769,9 +784,7 @@ static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, str
 						       struct ibv_send_wr **bad)
 {
 	if (__builtin_expect(qp->ctx->remapped, 0)) {
-		if ((qp->fast & IBCKPT_POST_SEND_XL) && wr && !wr->next &&
-		    (unsigned int)wr->opcode < IBV_WR_LOCAL_INV &&
-		    (unsigned int)wr->num_sge <= IBCKPT_XL_SGES)
+		if (send_xl_takes(qp, wr))
 			return post_send_xlate_one(qp, wr, bad);
 		return post_send_xlate(qp, wr, bad);
 	}
@@ -795,7 +808,15 @@ static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp
 	return ibckpt_post_send(&qp->vqp.qp, wr, bad);
 }
 
-int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/*
+ * The body of both post_send entries: the queue's lock, the closed test
+ * under it, and one request on the one-request path, identity (@xl false:
+ * logged, then posted as it is) or translated (send_xl()); everything else
+ * on the general path. Inline in each with @xl a constant.
+ */
+static inline __attribute__((always_inline)) int post_send_entry(struct ibv_qp *ibqp,
+								  struct ibv_send_wr *wr,
+								  struct ibv_send_wr **bad, bool xl)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	int ret;
@@ -805,13 +826,18 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	ibckpt_spin_lock_raw(&qp->sq_lock);
 	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0))
 		return post_send_closed(qp, wr, bad);
-	/*
-	 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
-	 * binds, which move a window's state, TSO, SEND_WITH_INV, atomic
-	 * write, driver ones) take the general path: one compare.
-	 */
-	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
-			     (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV, 0)) {
+	if (xl) {
+		if (__builtin_expect(send_xl_takes(qp, wr), 1))
+			ret = send_xl(qp, wr, bad);
+		else
+			ret = post_send_general(qp, wr, bad);
+	} else if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
+				    (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV, 0)) {
+		/*
+		 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
+		 * binds, which move a window's state, TSO, SEND_WITH_INV, atomic
+		 * write, driver ones) take the general path: one compare.
+		 */
 		ret = post_send_general(qp, wr, bad);
 	} else {
 		/* One request naming no shadow: most posts. */
@@ -829,6 +855,11 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 	return ret;
 }
 
+int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return post_send_entry(ibqp, wr, bad, false);
+}
+
 /**
  * ibckpt_post_send_xl() - post_send of a remapped context
  * @ibqp: the shadow QP
@@ -843,23 +874,9 @@ int ibckpt_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
  */
 int ibckpt_post_send_xl(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	struct ibckpt_qp *qp = to_iqp(ibqp);
-	int ret;
-
-	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
-		return post_send_refused(wr, bad, EACCES);
-	ibckpt_spin_lock_raw(&qp->sq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0))
-		return post_send_closed(qp, wr, bad);
-	if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND_XL) || !wr || wr->next ||
-			     (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV ||
-			     (unsigned int)wr->num_sge > IBCKPT_XL_SGES, 0))
-		ret = post_send_general(qp, wr, bad);
-	else
-		ret = send_xl(qp, wr, bad);
-	ibckpt_spin_unlock_raw(&qp->sq_lock);
-	return ret;
+	return post_send_entry(ibqp, wr, bad, true);
 }
+
 
 static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
@@ -884,8 +901,7 @@ static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, str
 {
 	if (!qp->rq_logged)	/* the vendor's answer, unlogged */
 		return ibv_post_recv(qp->real, wr, bad);
-	if ((qp->fast & IBCKPT_POST_RECV_XL) && wr && !wr->next &&
-	    (unsigned int)wr->num_sge <= IBCKPT_XL_SGES)
+	if (recv_xl_takes(qp, wr))
 		return post_recv_xlate_one(qp, wr, bad);
 	return post_recv_list(qp, wr, bad);
 }
@@ -913,7 +929,10 @@ static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp
 	return ibckpt_post_recv(&qp->vqp.qp, wr, bad);
 }
 
-int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+/* The body of both post_recv entries, as post_send_entry() for sends. */
+static inline __attribute__((always_inline)) int post_recv_entry(struct ibv_qp *ibqp,
+								  struct ibv_recv_wr *wr,
+								  struct ibv_recv_wr **bad, bool xl)
 {
 	struct ibckpt_qp *qp = to_iqp(ibqp);
 	int ret;
@@ -923,12 +942,23 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	ibckpt_spin_lock_raw(&qp->rq_lock);
 	if (__builtin_expect(ibckpt_q_closed(&qp->rq_lock.closed), 0))
 		return post_recv_closed(qp, wr, bad);
-	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0))
+	if (xl) {
+		if (__builtin_expect(recv_xl_takes(qp, wr), 1))
+			ret = recv_xl(qp, wr, bad);
+		else
+			ret = post_recv_general(qp, wr, bad);
+	} else if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0)) {
 		ret = post_recv_general(qp, wr, bad);
-	else
+	} else {
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);
+	}
 	ibckpt_spin_unlock_raw(&qp->rq_lock);
 	return ret;
+}
+
+int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return post_recv_entry(ibqp, wr, bad, false);
 }
 
 /**
@@ -943,22 +973,9 @@ int ibckpt_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
  */
 int ibckpt_post_recv_xl(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct ibckpt_qp *qp = to_iqp(ibqp);
-	int ret;
-
-	if (__builtin_expect(ibckpt_ctx_refuses(qp->ctx), 0))
-		return post_recv_refused(wr, bad, EACCES);
-	ibckpt_spin_lock_raw(&qp->rq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->rq_lock.closed), 0))
-		return post_recv_closed(qp, wr, bad);
-	if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV_XL) || !wr || wr->next ||
-			     (unsigned int)wr->num_sge > IBCKPT_XL_SGES, 0))
-		ret = post_recv_general(qp, wr, bad);
-	else
-		ret = recv_xl(qp, wr, bad);
-	ibckpt_spin_unlock_raw(&qp->rq_lock);
-	return ret;
+	return post_recv_entry(ibqp, wr, bad, true);
 }
+
 
 /**
  * ibckpt_qp_lookup() - the QP a completion is for, NULL if none
