@@ -43,6 +43,23 @@ by_verb() {
 		END { for (g in s) print g, s[g] }'
 }
 
+# added_by_group BASE RUN: per group, what $out/RUN.{a,b} (by_verb of the
+# two iteration counts) add per round over $out/BASE.{a,b}, and the total
+added_by_group() {
+	awk -v n="$((n2 - n1))" -v base="$1" -v run="$2" '
+		{ k = FILENAME; sub(/.*\//, "", k); v[k, $1] = $2 }
+		END {
+			split("post_send post_recv poll_cq provider_other outside", order, " ")
+			for (i = 1; i <= 5; i++) {
+				x = order[i]
+				d = ((v[run ".b", x] - v[run ".a", x]) - (v[base ".b", x] - v[base ".a", x])) / n
+				printf "%-15s %10.1f\n", x, d
+				t += d
+			}
+			printf "%-15s %10.1f\n", "total", t
+		}' "$out/$1.a" "$out/$1.b" "$out/$2.a" "$out/$2.b"
+}
+
 printf '%-7s %-6s %14s %13s %13s %10s %10s %7s\n' MRs QPs added_per_round polls/round \
 	added_per_verb direct_ns ibckpt_ns ratio
 # IBCKPT_BENCH_CFGS: MRS:QPS,... (default 1:1,10000:1,1:1000; 1:1 must be in)
@@ -80,18 +97,7 @@ for m in direct ibckpt; do
 	by_verb "$out/cg.$m.$n1.1.1" > "$out/$m.a"
 	by_verb "$out/cg.$m.$n2.1.1" > "$out/$m.b"
 done
-awk -v n="$((n2 - n1))" '
-	{ k = FILENAME; sub(/.*\//, "", k); v[k, $1] = $2; g[$1] = 1 }
-	END {
-		split("post_send post_recv poll_cq provider_other outside", order, " ")
-		for (i = 1; i <= 5; i++) {
-			x = order[i]
-			d = ((v["ibckpt.b", x] - v["ibckpt.a", x]) - (v["direct.b", x] - v["direct.a", x])) / n
-			printf "%-15s %10.1f\n", x, d
-			t += d
-		}
-		printf "%-15s %10.1f\n", "total", t
-	}' "$out/direct.a" "$out/direct.b" "$out/ibckpt.a" "$out/ibckpt.b"
+added_by_group direct ibckpt
 echo "(outside: the vendor, libibverbs and libc; a control thread makes the process"
 echo " multi-threaded, and glibc then wraps the vendor's doorbell write() for cancellation)"
 
@@ -152,18 +158,7 @@ echo
 echo "after a restart (translating path), per round, over the identity path (each verb"
 echo "with its out-of-line helpers: the general paths, the poll's retirement):"
 printf '%-15s %10s\n' where added_per_round
-awk -v n="$((n2 - n1))" '
-	{ k = FILENAME; sub(/.*\//, "", k); v[k, $1] = $2 }
-	END {
-		split("post_send post_recv poll_cq provider_other outside", order, " ")
-		for (i = 1; i <= 5; i++) {
-			x = order[i]
-			d = ((v["xlate.b", x] - v["xlate.a", x]) - (v["id.b", x] - v["id.a", x])) / n
-			printf "%-15s %10.1f\n", x, d
-			t += d
-		}
-		printf "%-15s %10.1f\n", "total", t
-	}' "$out/id.a" "$out/id.b" "$out/xlate.a" "$out/xlate.b"
+added_by_group id xlate
 awk -v a="$x1" -v b="$x2" -v c="$b1" -v d="$b2" -v p="$xp1" -v q="$xp2" -v r="$bp1" -v s="$bp2" \
 	-v n="$((n2 - n1))" 'BEGIN { printf "(whole program: %.1f per round more than the identity path; " \
 		"polls per round %.2f, identity %.2f)\n", ((b - a) - (d - c)) / n, (q - p) / n, (s - r) / n }'
