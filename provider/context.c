@@ -285,6 +285,7 @@ void ibckpt_context_atfork(enum ibckpt_fork_phase ph)
 		for (ctx = ibckpt_ctxs; ctx; ctx = next) {
 			next = ctx->next;
 			ibckpt_gate_make_foreign(&ctx->gate);
+			ibckpt_fork_refuse_ops(ctx);
 			ctx->gate_closed = false;
 			ctx->foreign = true;
 			ctx->next = ibckpt_foreign_ctxs;

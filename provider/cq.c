@@ -480,8 +480,6 @@ poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc,
 	struct ibckpt_cq *cq = to_icq(ibcq);
 	int n;
 
-	if (__builtin_expect(ibckpt_ctx_refuses(cq->ctx), 0))	/* an inherited CQ (fork.c) */
-		return poll_refused(EACCES);
 	ibckpt_spin_lock_raw(&cq->lock);
 	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
 		return poll_closed(cq, ne, wc);

@@ -27,7 +27,11 @@
 static int cqx_poll_one(struct ibv_cq_ex *cqx)
 {
 	struct ibckpt_cq *cq = to_icq_ex(cqx);
-	int n = ibckpt_poll_cq(&cq->ibv_cq, 1, &cq->cur);
+	int n;
+
+	if (ibckpt_ctx_refuses(cq->ctx))	/* an inherited CQ: not through the ops (fork.c) */
+		return EACCES;
+	n = ibckpt_poll_cq(&cq->ibv_cq, 1, &cq->cur);
 
 	if (n == 0)
 		return ENOENT;

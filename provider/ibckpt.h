@@ -590,6 +590,7 @@ void ibckpt_control_atfork(enum ibckpt_fork_phase ph);	/* ctl_lock */
 void ibckpt_channel_atfork(enum ibckpt_fork_phase ph);	/* chan_lock */
 void ibckpt_vendor_atfork(enum ibckpt_fork_phase ph);	/* the vendor cache's lock */
 void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
+void ibckpt_fork_refuse_ops(struct ibckpt_context *ctx);	/* the child's inherited ones */
 
 /* control.c */
 extern bool ibckpt_quiesced;
@@ -599,7 +600,8 @@ extern bool ibckpt_quiesced;
  * enter no gate: each takes its queue's lock and tests the queue's flag
  * under it (ibckpt_q_closed()); a closed queue sends the verb to
  * ibckpt_gate_wait_queue() and back. A forked child's inherited context
- * refuses them before any lock (ibckpt_ctx_refuses()).
+ * refuses them before any lock: through its ops (ibckpt_fork_refuse_ops()),
+ * or, in entries the ops do not lead to, ibckpt_ctx_refuses().
  */
 int ibckpt_ctx_close(struct ibckpt_context *ctx, unsigned int timeout_ms);
 void ibckpt_ctx_open(struct ibckpt_context *ctx);
@@ -610,7 +612,12 @@ static inline bool ibckpt_q_closed(const atomic_uint *closed)
 	return atomic_load_explicit(closed, memory_order_acquire) != 0;
 }
 
-/* Inherited by a forked child (fork.c): its queues' locks may be copied held. */
+/*
+ * Inherited by a forked child (fork.c): its queues' locks may be copied
+ * held. Tested by the data-path entries that are not the context's ops
+ * (extended CQs' polls, ibv_wr_* batches, SRQ posts); the child's ops of an
+ * inherited context refuse before any entry is reached.
+ */
 static inline bool ibckpt_ctx_refuses(const struct ibckpt_context *ctx)
 {
 	return atomic_load_explicit(&ctx->gate.closed, memory_order_relaxed) ==

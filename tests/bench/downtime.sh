@@ -4,9 +4,11 @@
 # group busy on verbs through ibckpt, against its QPs, MRs and processes.
 # Medians of 5 cycles.
 #   tests/bench/downtime.sh [CYCLES]
+# IBCKPT_BENCH_PROV: another provider build to measure (the path without
+# -rdmav34.so), as in threads.sh and provider-callgrind.sh.
 set -u
 cycles=${1:-5}
-export RDMAV_DRIVERS=$PWD/provider/libibckpt
+export RDMAV_DRIVERS=${IBCKPT_BENCH_PROV:-$PWD/provider/libibckpt}
 fp=$PWD/tests/bench/bin/fastpath
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
