@@ -441,21 +441,35 @@ static __attribute__((noinline)) int poll_retire_xl_unlock(struct ibckpt_cq *cq,
 	return n;
 }
 
+/*
+ * A poll of a CQ marked IBCKPT_Q_DRAINED: its private queue first. Once
+ * that is served, the mark goes, unless a closer replaced it meanwhile
+ * (spinlock.h).
+ */
 static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
 {
 	int n = poll_drained_first(cq, ne, wc);
+	unsigned int drained = IBCKPT_Q_DRAINED;
 
+	if (!ibckpt_cq_drained(cq))
+		atomic_compare_exchange_strong_explicit(&cq->lock.closed, &drained, 0,
+							memory_order_relaxed,
+							memory_order_relaxed);
 	ibckpt_spin_unlock_raw(&cq->lock);
 	return n;
 }
 
-/* The CQ found closed by a quiesce (quiesce.c): wait, then poll. */
-static __attribute__((noinline, cold)) int poll_closed(struct ibckpt_cq *cq, int ne,
-						       struct ibv_wc *wc)
+/*
+ * The CQ's flag set, under its lock: drained (its private queue first), or
+ * closed by a quiesce (quiesce.c): wait, then poll.
+ */
+static __attribute__((noinline)) int poll_closed(struct ibckpt_cq *cq, int ne, struct ibv_wc *wc)
 {
 	int err;
 
+	if (atomic_load_explicit(&cq->lock.closed, memory_order_relaxed) == IBCKPT_Q_DRAINED)
+		return poll_drained_unlock(cq, ne, wc);
 	ibckpt_spin_unlock_raw(&cq->lock);
 	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->lock.closed);
 	if (err)
@@ -481,10 +495,9 @@ poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc,
 	int n;
 
 	ibckpt_spin_lock_raw(&cq->lock);
+	/* closed by a quiesce, or its private queue not empty (spinlock.h) */
 	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
 		return poll_closed(cq, ne, wc);
-	if (__builtin_expect(!ibckpt_vcq_empty(&cq->vcq), 0))
-		return poll_drained_unlock(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)
 		return retire_unlock(cq, wc, n);
@@ -564,6 +577,14 @@ int ibckpt_cq_drain(struct ibckpt_cq *cq, uint32_t *moved)
 			ibckpt_vcq_push(&cq->vcq, wc, (uint32_t)n);
 		}
 		*moved += (uint32_t)n;
+	}
+	if (ibckpt_cq_drained(cq)) {
+		/* polls serve it first: now if open, else once opened (quiesce.c) */
+		unsigned int open = 0;
+
+		atomic_compare_exchange_strong_explicit(&cq->lock.closed, &open, IBCKPT_Q_DRAINED,
+							memory_order_relaxed,
+							memory_order_relaxed);
 	}
 	ibckpt_spin_unlock(&cq->lock);
 	return err;

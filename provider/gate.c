@@ -238,7 +238,7 @@ int ibckpt_gate_wait_queue(struct ibckpt_gate *g, const atomic_uint *q_closed)
 		c = atomic_load(&g->closed);
 		if (c == IBCKPT_GATE_FOREIGN)
 			return EACCES;
-		if (!atomic_load(q_closed))
+		if (atomic_load(q_closed) != IBCKPT_Q_CLOSED)	/* open (a CQ: maybe drained) */
 			return 0;
 		if (c)
 			futex(&g->closed, FUTEX_WAIT_PRIVATE, c, NULL);
@@ -265,7 +265,7 @@ int ibckpt_gate_relock_open(struct ibckpt_gate *g, struct ibckpt_spinlock *l)
 		if (err)
 			return err;
 		ibckpt_spin_lock_raw(l);
-	} while (atomic_load_explicit(&l->closed, memory_order_acquire));
+	} while (atomic_load_explicit(&l->closed, memory_order_acquire) == IBCKPT_Q_CLOSED);
 	return 0;
 }
 

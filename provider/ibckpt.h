@@ -238,6 +238,10 @@ struct ibckpt_cq {
 	 * made before is still to be dropped (qp_internal.c). Under lock.
 	 */
 	struct ibckpt_internal_tok *orphans;
+	/*
+	 * What drains took (cq.c), under lock; while any is left, the lock's
+	 * flag says IBCKPT_Q_DRAINED to polls when the CQ is open (spinlock.h).
+	 */
 	struct ibckpt_vcq vcq;
 	struct ibv_wc spill;			/* a drain's, the private queue full */
 	bool spilled;
@@ -510,6 +514,12 @@ static inline struct ibckpt_ah *to_iah(struct ibv_ah *a)
 static inline struct ibckpt_cq *to_icq(struct ibv_cq *c)
 {
 	return ibckpt_container_of(c, struct ibckpt_cq, ibv_cq);
+}
+
+/* Does @cq hold completions a drain took, to be polled first? Under its lock. */
+static inline bool ibckpt_cq_drained(const struct ibckpt_cq *cq)
+{
+	return !ibckpt_vcq_empty(&cq->vcq) || cq->spilled;
 }
 
 static inline struct ibckpt_cq *to_icq_ex(struct ibv_cq_ex *c)

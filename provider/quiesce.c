@@ -43,17 +43,19 @@
  * verb inside the vendor's post or poll) leaves within microseconds,
  * unless it is stopped (a debugger, SIGSTOP). Once the closer had the lock,
  * every verb that takes it after sees the flag (the lock orders them).
- * Return: 0, or ETIMEDOUT with the queue open again.
+ * Return: 0, or ETIMEDOUT with the queue open again, as it was (a CQ's
+ * IBCKPT_Q_DRAINED kept: at worst one poll finds its private queue empty).
  */
 static int q_close(struct ibckpt_spinlock *l, atomic_uint *closed, const struct timespec *t0,
 		   unsigned int timeout_ms)
 {
 	static const struct timespec nap = { 0, 20000 };
+	unsigned int was;
 
-	atomic_store_explicit(closed, 1, memory_order_relaxed);
+	was = atomic_exchange_explicit(closed, IBCKPT_Q_CLOSED, memory_order_relaxed);
 	while (!ibckpt_spin_trylock(l)) {
 		if (ibckpt_ms_since(t0) >= (long)timeout_ms) {
-			atomic_store_explicit(closed, 0, memory_order_relaxed);
+			atomic_store_explicit(closed, was, memory_order_relaxed);
 			return ETIMEDOUT;
 		}
 		nanosleep(&nap, NULL);
@@ -66,11 +68,18 @@ static int q_close(struct ibckpt_spinlock *l, atomic_uint *closed, const struct 
  * A release store, which a verb's load of the flag under the lock acquires
  * (ibckpt_q_closed()): what the control thread wrote while it was closed
  * (a restart's paths and IDs) is seen. No lock: one that a thread stopped
- * in a verb holds would keep the control thread here.
+ * in a verb holds would keep the control thread here. A CQ whose private
+ * queue holds completions opens marked (spinlock.h): @cq, NULL for other
+ * queues. A queue not closed (a close that gave up before it, or at it:
+ * q_close() put its flag back) is left alone: its private queue is its
+ * pollers' to read.
  */
-static void q_open(atomic_uint *closed)
+static void q_open(atomic_uint *closed, const struct ibckpt_cq *cq)
 {
-	atomic_store_explicit(closed, 0, memory_order_release);
+	if (atomic_load_explicit(closed, memory_order_relaxed) != IBCKPT_Q_CLOSED)
+		return;
+	atomic_store_explicit(closed, cq && ibckpt_cq_drained(cq) ? IBCKPT_Q_DRAINED : 0,
+			      memory_order_release);
 }
 
 /*
@@ -88,8 +97,8 @@ static int queues_set(struct ibckpt_context *ctx, bool close, const struct times
 			struct ibckpt_qp *qp = ibckpt_container_of(o, struct ibckpt_qp, obj);
 
 			if (!close) {
-				q_open(&qp->sq_lock.closed);
-				q_open(&qp->rq_lock.closed);
+				q_open(&qp->sq_lock.closed, NULL);
+				q_open(&qp->rq_lock.closed, NULL);
 				continue;
 			}
 			err = q_close(&qp->sq_lock, &qp->sq_lock.closed, t0, timeout_ms);
@@ -99,14 +108,14 @@ static int queues_set(struct ibckpt_context *ctx, bool close, const struct times
 			struct ibckpt_srq *srq = ibckpt_container_of(o, struct ibckpt_srq, obj);
 
 			if (!close)
-				q_open(&srq->lock.closed);
+				q_open(&srq->lock.closed, NULL);
 			else
 				err = q_close(&srq->lock, &srq->lock.closed, t0, timeout_ms);
 		} else if (o->type == IBCKPT_SNAP_CQ) {
 			struct ibckpt_cq *cq = ibckpt_container_of(o, struct ibckpt_cq, obj);
 
 			if (!close)
-				q_open(&cq->lock.closed);
+				q_open(&cq->lock.closed, cq);
 			else
 				err = q_close(&cq->lock, &cq->lock.closed, t0, timeout_ms);
 		}

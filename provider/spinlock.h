@@ -18,6 +18,13 @@
  * waits for a thread the freeze parked. The flag changes only in the
  * control thread, outside its locked sections, so its lock and unlock of
  * one section always agree.
+ *
+ * A CQ's flag has a third value, IBCKPT_Q_DRAINED: open, and its private
+ * queue holds completions a drain took, to be served before the vendor's
+ * (cq.c). A poll's one test of the flag finds both, so an open CQ with
+ * nothing drained costs no test of its private queue. Only a poller,
+ * under the lock, takes DRAINED back to 0, by an exchange that fails if
+ * a closer stored CLOSED meanwhile.
  */
 #ifndef IBCKPT_SPINLOCK_H
 #define IBCKPT_SPINLOCK_H
@@ -27,8 +34,11 @@
 
 struct ibckpt_spinlock {
 	atomic_int locked;
-	atomic_uint closed;	/* a queue's lock: closed by a quiesce (quiesce.c) */
+	atomic_uint closed;	/* a queue's lock: 0, IBCKPT_Q_CLOSED, IBCKPT_Q_DRAINED */
 };
+
+#define IBCKPT_Q_CLOSED		1u	/* by a quiesce: the control thread's (quiesce.c) */
+#define IBCKPT_Q_DRAINED	2u	/* a CQ's: open, its private queue first (cq.c) */
 
 /* Set in the provider's control thread only (control.c). */
 extern __thread bool ibckpt_ctl_self __attribute__((tls_model("initial-exec")));
@@ -62,7 +72,8 @@ static inline bool ibckpt_spin_trylock(struct ibckpt_spinlock *l)
 /* The control thread at a queue it closed: the queue is its own (above). */
 static inline bool ibckpt_spin_owned(const struct ibckpt_spinlock *l)
 {
-	return __builtin_expect(atomic_load_explicit(&l->closed, memory_order_relaxed) != 0, 0) &&
+	return __builtin_expect(atomic_load_explicit(&l->closed, memory_order_relaxed) ==
+				IBCKPT_Q_CLOSED, 0) &&
 	       ibckpt_ctl_self;
 }
 

@@ -3613,8 +3613,10 @@ static void verbs_wait_at_a_closed_queue(void)
 	CHECK_EQ(k, 1);
 	ibckpt_ctx_open(ctx);
 	CHECK(!ctx->gate_closed);
+	alarm(20);	/* a waiter that takes the CQ's drained mark for closed waits on */
 	pthread_join(tp, NULL);
 	pthread_join(ts, NULL);
+	alarm(0);
 	CHECK_EQ(p.got, 1);			/* what the drain moved */
 	CHECK_EQ(p.wc.wr_id, 1);
 	CHECK_EQ(s.sret, 0);
@@ -3739,6 +3741,73 @@ static void queues_closed_and_opened_whole(void)
 	post_both(q, 1);
 	CHECK_EQ(ibckpt_destroy_qp(q), 0);
 	CHECK_EQ(ibckpt_destroy_cq(c.cq), 0);
+	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
+	app_fini();
+}
+
+/* A completion of no QP's (left alone by the retirement) in the vendor's CQ. */
+static void vendor_has(uint64_t wr_id)
+{
+	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = wr_id, .opcode = IBV_WC_RECV, .qp_num = 0x99 };
+}
+
+/*
+ * A CQ's private queue is found by its polls' one test of the lock's flag
+ * (spinlock.h): a drain marks the CQ IBCKPT_Q_DRAINED (at once when open,
+ * at the opening when closed); polls serve the private queue first and
+ * then unmark it; a quiesce that gives up leaves the mark as it found it;
+ * the control thread's lock of a marked, open CQ is a real one.
+ */
+static void drained_cq_marked_on_its_flag(void)
+{
+	struct ibckpt_cq *icq;
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	uint32_t moved = 0;
+
+	app_init();
+	cq = ibckpt_create_cq(&ctx->vctx.context, 16, NULL, 0);
+	icq = to_icq(cq);
+	/* drained while open (a provider-internal request's wait): marked at once */
+	vendor_has(1);
+	CHECK_EQ(ibckpt_cq_drain(icq, &moved), 0);
+	CHECK_EQ(moved, 1);
+	CHECK_EQ(atomic_load(&icq->lock.closed), IBCKPT_Q_DRAINED);
+	vendor_has(2);
+	CHECK_EQ(ibckpt_poll_cq(cq, 1, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(atomic_load(&icq->lock.closed), 0);	/* served: polls test nothing more */
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+
+	/* drained while closed: closed it stays, marked when it opens */
+	vendor_has(3);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 1000), 0);
+	CHECK_EQ(ibckpt_cq_drain(icq, &moved), 0);
+	CHECK_EQ(atomic_load(&icq->lock.closed), IBCKPT_Q_CLOSED);
+	ibckpt_ctx_open(ctx);
+	CHECK_EQ(atomic_load(&icq->lock.closed), IBCKPT_Q_DRAINED);
+	vendor_has(4);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 2);
+	CHECK_EQ(wc[0].wr_id, 3);
+	CHECK_EQ(wc[1].wr_id, 4);
+	CHECK_EQ(atomic_load(&icq->lock.closed), 0);
+
+	/* a quiesce that gives up (a poller stopped in the vendor's poll): still marked */
+	vendor_has(5);
+	CHECK_EQ(ibckpt_cq_drain(icq, &moved), 0);
+	ibckpt_spin_lock(&icq->lock);
+	CHECK_EQ(ibckpt_ctx_close(ctx, 30), ETIMEDOUT);
+	ibckpt_spin_unlock(&icq->lock);
+	CHECK_EQ(atomic_load(&icq->lock.closed), IBCKPT_Q_DRAINED);
+	/* open and marked: the control thread's lock is a real one */
+	ibckpt_ctl_self = true;
+	CHECK(!ibckpt_spin_owned(&icq->lock));
+	ibckpt_ctl_self = false;
+	vendor_has(6);
+	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 2);
+	CHECK_EQ(wc[0].wr_id, 5);
+	CHECK_EQ(wc[1].wr_id, 6);
 	CHECK_EQ(ibckpt_destroy_cq(cq), 0);
 	app_fini();
 }
@@ -6117,6 +6186,7 @@ int main(void)
 	RUN(remapped_poll_needs_no_context_lock);
 	RUN(verbs_wait_at_a_closed_queue);
 	RUN(queues_closed_and_opened_whole);
+	RUN(drained_cq_marked_on_its_flag);
 	RUN(close_beats_a_busy_poller);
 	RUN(device_caps_match_what_is_stacked);
 	RUN(fork_child_gets_its_own);
