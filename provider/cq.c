@@ -468,7 +468,8 @@ static __attribute__((noinline)) int poll_closed(struct ibckpt_cq *cq, int ne, s
 {
 	int err;
 
-	if (atomic_load_explicit(&cq->lock.closed, memory_order_relaxed) == IBCKPT_Q_DRAINED)
+	/* acquire: a drain's private queue, which the opening's store of DRAINED releases */
+	if (atomic_load_explicit(&cq->lock.closed, memory_order_acquire) == IBCKPT_Q_DRAINED)
 		return poll_drained_unlock(cq, ne, wc);
 	ibckpt_spin_unlock_raw(&cq->lock);
 	err = ibckpt_gate_wait_queue(&cq->ctx->gate, &cq->lock.closed);
@@ -616,7 +617,7 @@ int ibckpt_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct ibckpt_vcq vcq;
 	int ret;
 
-	/* Inside the gate: the CQ is open (polls test the private queue under its lock). */
+	/* Inside the gate: the CQ is open (polls read the private queue under its lock). */
 	ret = ibckpt_gate_enter(&cq->ctx->gate);
 	if (ret)
 		return ret;

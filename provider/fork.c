@@ -78,8 +78,9 @@
 
 /*
  * The data-path ops of an inherited context in the child: libibverbs'
- * ibv_post_send(), ibv_post_recv() and ibv_poll_cq() call through the
- * context's ops, the child's copy of them, so these refuse every post and
+ * ibv_post_send(), ibv_post_recv(), ibv_post_srq_recv() and ibv_poll_cq()
+ * call through the context's ops, the child's copy of them, so these
+ * refuse every post and
  * poll of the child's on the parent's objects before any shadow lock, and
  * the entries the parent keeps calling test nothing for it (a test of the
  * context's gate word was four instructions of every post and poll).
@@ -96,6 +97,14 @@ static int refused_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad)
 {
 	(void)qp;
+	*bad = wr;
+	return EACCES;
+}
+
+static int refused_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+				 struct ibv_recv_wr **bad)
+{
+	(void)srq;
 	*bad = wr;
 	return EACCES;
 }
@@ -121,6 +130,7 @@ void ibckpt_fork_refuse_ops(struct ibckpt_context *ctx)
 
 	ops->post_send = refused_post_send;
 	ops->post_recv = refused_post_recv;
+	ops->post_srq_recv = refused_post_srq_recv;
 	ops->poll_cq = refused_poll_cq;
 }
 

@@ -625,8 +625,8 @@ static inline bool ibckpt_q_closed(const atomic_uint *closed)
 /*
  * Inherited by a forked child (fork.c): its queues' locks may be copied
  * held. Tested by the data-path entries that are not the context's ops
- * (extended CQs' polls, ibv_wr_* batches, SRQ posts); the child's ops of an
- * inherited context refuse before any entry is reached.
+ * (extended CQs' polls, ibv_wr_* batches); the child's ops of an inherited
+ * context refuse before any entry is reached (fork.c).
  */
 static inline bool ibckpt_ctx_refuses(const struct ibckpt_context *ctx)
 {

@@ -15,9 +15,10 @@
  * and then holds the lock for as long as the job is frozen. So while a
  * queue is closed it is the control thread's alone: its own lock and
  * unlock of that queue are no-ops (ibckpt_spin_lock()), and it never
- * waits for a thread the freeze parked. The flag changes only in the
- * control thread, outside its locked sections, so its lock and unlock of
- * one section always agree.
+ * waits for a thread the freeze parked. Only the control thread sets or
+ * clears IBCKPT_Q_CLOSED, outside its locked sections, and only CLOSED
+ * makes its lock a no-op, so its lock and unlock of one section always
+ * agree (the DRAINED mark below changes inside locked sections too).
  *
  * A CQ's flag has a third value, IBCKPT_Q_DRAINED: open, and its private
  * queue holds completions a drain took, to be served before the vendor's

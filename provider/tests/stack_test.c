@@ -3869,6 +3869,7 @@ static int same_file_fds(int fd)
 
 static struct ibv_qp *fork_parent_qp;
 static struct ibv_cq_ex *fork_parent_cqx;
+static struct ibv_srq *fork_parent_srq;
 
 /*
  * The child's part of fork_child_gets_its_own(); its exit status says
@@ -3907,6 +3908,9 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	CHECK_EQ(ibv_post_send(fork_parent_qp, &swr, &sbad), EACCES);
 	CHECK(sbad == &swr);
 	CHECK_EQ(ibv_post_recv(fork_parent_qp, &rwr, &rbad), EACCES);
+	CHECK(rbad == &rwr);
+	rbad = NULL;
+	CHECK_EQ(ibv_post_srq_recv(fork_parent_srq, &rwr, &rbad), EACCES);
 	CHECK(rbad == &rwr);
 	/* an extended CQ's polls are its own pointers, not the context's ops */
 	CHECK_EQ(ibv_start_poll(fork_parent_cqx, &(struct ibv_poll_cq_attr){ 0 }), EACCES);
@@ -3969,17 +3973,22 @@ static void fork_child_gets_its_own(void)
 	fork_parent_cqx = ibckpt_create_cq_ex(&ctx->vctx.context,
 					      &(struct ibv_cq_init_attr_ex){ .cqe = 4 });
 	CHECK(fork_parent_cqx != NULL);
+	fork_parent_srq = ibckpt_create_srq(&pd.ibv_pd, &(struct ibv_srq_init_attr){
+		.attr = { .max_wr = 8, .max_sge = 1 } });
+	CHECK(fork_parent_srq != NULL);
 	/* the translating entries, as a restart sets them: the child's are neither */
 	ops = ctx->vctx.context.ops;
 	ctx->vctx.context.ops.post_send = ibckpt_post_send_xl;
 	ctx->vctx.context.ops.post_recv = ibckpt_post_recv_xl;
 	ctx->vctx.context.ops.poll_cq = ibckpt_poll_cq_xl;
+	ctx->vctx.context.ops.post_srq_recv = ibckpt_post_srq_recv;	/* as context.c's */
 
 	CHECK_EQ(ibckpt_gate_enter(&ctx->gate), 0);
 	ibckpt_spin_lock(&ctx->qpn_lock);
 	/* as a poller inside the vendor's poll and posters inside its posts */
 	ibckpt_spin_lock(&to_icq(cq)->lock);
 	ibckpt_spin_lock(&to_icq_ex(fork_parent_cqx)->lock);
+	ibckpt_spin_lock(&to_isrq(fork_parent_srq)->lock);
 	ibckpt_spin_lock(&to_iqp(fork_parent_qp)->sq_lock);
 	ibckpt_spin_lock(&to_iqp(fork_parent_qp)->rq_lock);
 	fflush(stdout);
@@ -3989,6 +3998,7 @@ static void fork_child_gets_its_own(void)
 	ctx->vctx.context.ops = ops;
 	ibckpt_spin_unlock(&to_iqp(fork_parent_qp)->rq_lock);
 	ibckpt_spin_unlock(&to_iqp(fork_parent_qp)->sq_lock);
+	ibckpt_spin_unlock(&to_isrq(fork_parent_srq)->lock);
 	ibckpt_spin_unlock(&to_icq_ex(fork_parent_cqx)->lock);
 	ibckpt_spin_unlock(&to_icq(cq)->lock);
 	ibckpt_spin_unlock(&ctx->qpn_lock);
@@ -4011,6 +4021,7 @@ static void fork_child_gets_its_own(void)
 	ibv_ack_cq_events(cq, 1);
 	CHECK_EQ(ibckpt_destroy_qp(fork_parent_qp), 0);
 	CHECK_EQ(ibckpt_destroy_cq(ibv_cq_ex_to_cq(fork_parent_cqx)), 0);
+	CHECK_EQ(ibckpt_destroy_srq(fork_parent_srq), 0);
 	app_destroy_cq(cq);
 	app_channel_destroy(&ch);
 	ctx_list(false);
