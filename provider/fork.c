@@ -80,10 +80,10 @@
  * The data-path ops of an inherited context in the child: libibverbs'
  * ibv_post_send(), ibv_post_recv(), ibv_post_srq_recv() and ibv_poll_cq()
  * call through the context's ops, the child's copy of them, so these
- * refuse every post and
- * poll of the child's on the parent's objects before any shadow lock, and
- * the entries the parent keeps calling test nothing for it (a test of the
- * context's gate word was four instructions of every post and poll).
+ * refuse every post and poll of the child's on the parent's objects before
+ * any shadow lock, and the entries the parent keeps calling test nothing
+ * for it (a test of the context's gate word was four instructions of every
+ * post and poll).
  */
 static int refused_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad)
