@@ -4,8 +4,9 @@
  * completions drained from the real CQ while the process is quiesced, handed
  * back first, in order and exactly once, by the next polls. A ring sized to
  * the CQ's depth at creation, grown when a freeze's drain finds it full (an
- * application that polled nothing since an earlier freeze); the fast path
- * only tests ibckpt_vcq_empty().
+ * application that polled nothing since an earlier freeze). The fast path
+ * reads none of it: a CQ holding drained completions is marked on its
+ * lock's flag (IBCKPT_Q_DRAINED, spinlock.h).
  */
 #ifndef IBCKPT_VCQ_H
 #define IBCKPT_VCQ_H
