@@ -90,9 +90,12 @@ expect suspended_thaw_refused 1 "Slurm job 77 is suspended" -- thaw --slurm 77.0
 echo COMPLETED > "$T/state"
 expect finished_refused 1 "Slurm job 77 is COMPLETED, not running" -- checkpoint --slurm 77.0 -D "$T/d"
 echo RUNNING > "$T/state"
-# an agent: on a node with no such step (this host)
+# an agent: on a node with no such step (this host); node 0 never comes, and
+# the agent gives up at its barrier after --node-timeout (not the default 2
+# minutes)
 IBCKPT_SLURM_AGENT=77.0 SLURM_NODEID=1 SLURM_NNODES=2 expect agent_no_processes 1 \
-	"Slurm step 77.0 has no processes on this node" -- freeze --slurm 77.0 -D "$T/d" --run r
+	"Slurm step 77.0 has no processes on this node" -- freeze --slurm 77.0 -D "$T/d" --run r \
+	--node-timeout 3000
 IBCKPT_SLURM_AGENT=77.0 expect agent_not_of_srun 1 "not a task of srun" \
 	-- freeze --slurm 77.0 -D "$T/d" --run r
 # --node given: this node's part only, no srun
