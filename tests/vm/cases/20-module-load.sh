@@ -1,6 +1,8 @@
 #!/bin/bash
 # modprobe/rmmod ibckpt: the misc device and the genl family come and go, the
 # CLI talks to the module, and 20 load/unload cycles leave no warning or leak.
+# vm-guest: own
+# (it unloads the module, 20 times)
 . "$(dirname "$0")/lib.sh"
 lsmod | grep -q '^ibckpt ' || fail "ibckpt not loaded by the test bed"
 [ -c /dev/ibckpt ] || fail "/dev/ibckpt missing"

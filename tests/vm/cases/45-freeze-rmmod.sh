@@ -1,5 +1,7 @@
 #!/bin/bash
 # rmmod with a frozen group thaws it first; the module can come back.
+# vm-guest: own
+# (it unloads the module)
 . "$(dirname "$0")/lib.sh"
 wl_start run 2
 ibckpt freeze --persist 60 "$WL_PID" > /dev/null || fail "freeze"

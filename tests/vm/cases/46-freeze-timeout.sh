@@ -4,6 +4,8 @@
 # naming it, exit 1, and the job is left as it was; its park request, still
 # queued, keeps the module from unloading until the thread runs again. A
 # persistent freeze's watchdog thaws the group by itself.
+# vm-guest: own
+# (it unloads the module, and stops a thread on purpose)
 . "$(dirname "$0")/lib.sh"
 wl_start spin 1
 kill -STOP "$WL_PID"

@@ -2,6 +2,8 @@
 # Parked threads do not block system suspend: the PM core's task freezer
 # (pm_test=freezer: freeze every task, wait, thaw) succeeds while a group is
 # frozen by ibckpt, and the group stays frozen until ibckpt thaws it.
+# vm-guest: own
+# (it has the PM core freeze every task)
 . "$(dirname "$0")/lib.sh"
 wl_start run 2
 ibckpt freeze --persist 120 "$WL_PID" > /dev/null || fail "freeze"

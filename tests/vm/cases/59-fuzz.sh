@@ -13,6 +13,8 @@
 #
 # IBCKPT_FUZZ_SECS: seconds per fuzzer run (4 runs; default 10);
 # IBCKPT_FUZZ_SEED: the fixed seed (default 20261124).
+# vm-guest: own
+# (it fuzzes the module, counts the kernel's allocations and unloads the module)
 . "$(dirname "$0")/lib.sh"
 F=tests/kmod/fuzz
 [ -x "$F" ] || fail "$F is not built (make)"

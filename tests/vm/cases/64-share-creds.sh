@@ -8,6 +8,8 @@
 # Landlock); the counts say so. Then: works still queued (threads asleep in
 # read(): TWA_RESUME does not wake them) pin the module, one reference each,
 # rmmod is refused, and once the threads have run them it succeeds.
+# vm-guest: own
+# (it unloads the module)
 . "$(dirname "$0")/lib.sh"
 X=tests/kmod/sharecreds
 mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security

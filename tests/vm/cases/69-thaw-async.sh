@@ -20,6 +20,8 @@
 #    every thread has left its park.
 # With the module of 8b2bc99 the raw THAW answers only when the threads are
 # out (here: after its 10 s bound), and the session is gone by then.
+# vm-smp: 2
+# (two vCPUs: 32 spinning threads beside the test itself)
 . "$(dirname "$0")/lib.sh"
 THAWLAT=tests/kmod/thawlat
 [ -x "$THAWLAT" ] || fail "$THAWLAT not built (make)"

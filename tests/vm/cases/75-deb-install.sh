@@ -13,6 +13,8 @@
 # module (N's DKMS build and sources gone) and it reloads as N+1; the CLI,
 # modinfo, the provider and the packages all say N+1. `dpkg --purge` leaves
 # nothing: no package, module file, DKMS tree, provider or .driver file.
+# vm-guest: own
+# (it replaces the bed's module and installs packages)
 . "$(dirname "$0")/lib.sh"
 t0=$SECONDS
 step() { echo "[$((SECONDS - t0))s] $*"; }
