@@ -7,6 +7,8 @@
 # traffic goes on after the thaw, and the job ends with its own verdict
 # (every message checked byte by byte, round counts agreed).
 # vm-timeout: 900
+# vm-smp: 2
+# (two vCPUs: Open MPI gives each of its two ranks a core of its own)
 . "$(dirname "$0")/lib.sh"
 [ -x tests/mpi/bin/ring ] || fail "tests/mpi/bin/ring not built (scripts/install-deps vm; make)"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
