@@ -1,6 +1,8 @@
 #!/bin/bash
 # SIGKILL still kills a frozen process; the session records its threads as
 # exited; thaw afterwards is clean. SIGTERM (default action) kills it too.
+# vm-guest: own
+# (its persistent freezes of groups that died stay in the module until their 60-s watchdog, which a batch finds left behind)
 . "$(dirname "$0")/lib.sh"
 for sig in KILL TERM; do
 	wl_start run 2
