@@ -29,7 +29,7 @@
  *                              which leaves for a process group of its own
  *                              (HOW=pgrp), or alternately a group and a
  *                              session of its own (HOW=sid), and keeps
- *                              ticking (every ms) from there
+ *                              ticking (every 10 ms) from there
  *   workload snap FILE         print "errors c0 c1 c2 ..." once
  *   workload ready FILE        exit 0 once the workload has started the
  *                              threads and processes its mode begins with
@@ -317,7 +317,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (argc == 5 && !strcmp(argv[1], "mover")) {
-		struct timespec spawn = { 0, 50 * 1000 * 1000 }, ms = { 0, 1000 * 1000 };
+		/*
+		 * A tick every 10 ms: eighty processes waking every
+		 * millisecond kept an emulated CPU busy with nothing else.
+		 */
+		struct timespec spawn = { 0, 50 * 1000 * 1000 }, ms = { 0, 10 * 1000 * 1000 };
 		int sid = !strcmp(argv[3], "sid");
 		uint32_t slot;
 

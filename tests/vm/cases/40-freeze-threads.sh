@@ -3,6 +3,9 @@
 # read, poll and FUTEX_WAIT - invisibly (no stop state, no SIGCHLD), nothing
 # moves while frozen, status says where each thread is; thaw lets every
 # thread go on and every blocked call completes normally (no EINTR).
+# Two vCPUs: a spinning thread running on the other CPU is parked there by
+# a kick, not by a wakeup.
+# vm-smp: 2
 . "$(dirname "$0")/lib.sh"
 wl_start run 4
 a=$(wl_snap); sleep 0.3; b=$(wl_snap)
