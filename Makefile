@@ -128,14 +128,21 @@ demo:
 	$(MAKE) all
 	tests/vm/run --timeout 900 -- tests/demo/demo.sh
 
-# The long run of the freeze-under-traffic test: SOAK_CYCLES freeze/thaw
-# cycles of both processes (every 10th snapshot cross-checked).
+# The long runs: the freeze-under-traffic test with SOAK_CYCLES freeze/thaw
+# cycles of both processes (every 10th snapshot cross-checked), then the
+# Open MPI jobs, on one node (mpirun) and on two (srun), frozen whole
+# SOAK_JOB_CYCLES times.
 SOAK_CYCLES ?= 2000
+SOAK_JOB_CYCLES ?= 200
 soak:
 	scripts/install-deps build vm
 	$(MAKE) all
 	tests/vm/run --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_CYCLES) IBCKPT_XCHECK_EVERY=10 \
 		tests/vm/cases/50-quiesce-traffic.sh
+	tests/vm/run --smp 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
+		tests/vm/cases/55-job-mpi.sh
+	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
+		tests/vm/multinode/40-slurm-mpi.sh
 
 bench:
 	scripts/install-deps all

@@ -1,8 +1,9 @@
 #!/bin/bash
 # An Open MPI job (Debian's openmpi-bin, UCX rc_verbs/ud_verbs over soft-RoCE,
 # both ranks through the ibckpt provider) frozen whole, by --session and by
-# --tree, 20 times each under traffic: Open MPI puts every rank in a process
-# group of its own, so one freeze of the job must reach them all. Each
+# --tree, again and again under traffic: Open MPI puts every rank in a process
+# group of its own, so one freeze of the job must reach them all
+# (IBCKPT_CYCLES times each, default 10; `make soak` runs more). Each
 # freeze has both ranks' providers quiesced, nothing moves while frozen,
 # traffic goes on after the thaw, and the job ends with its own verdict
 # (every message checked byte by byte, round counts agreed).
@@ -37,8 +38,9 @@ pgids=$(pgrep -x ring | xargs -n1 ps -o pgid= -p | sort -u | wc -l)
 [ "$pgids" = 2 ] || fail "the ranks share a process group: what this test is about is gone"
 
 drained=0
+cycles=${IBCKPT_CYCLES:-10}
 for how in --session --tree; do
-	for i in $(seq 20); do
+	for i in $(seq "$cycles"); do
 		sleep "0.$((RANDOM % 3))"
 		ibckpt -j freeze --timeout 20000 --persist 60 "$how" "$mpi" > "$T/f" 2> "$T/fe" ||
 			fail "$how #$i: $(cat "$T/fe")"
@@ -65,6 +67,6 @@ rc=$?
 cat "$T/mpi.out"
 expect_eq 0 "$rc" "mpirun's exit status ($(tail -n 5 "$T/mpi.err"))"
 grep -q "^ring: OK rounds=" "$T/mpi.out" || fail "no verdict from the job"
-echo "40 freezes of a 2-rank Open MPI/UCX job (20 by session, 20 by tree), $drained" \
+echo "$((2 * cycles)) freezes of a 2-rank Open MPI/UCX job ($cycles by session, $cycles by tree), $drained" \
 	"completions drained, $(progress) rounds verified"
 pass

@@ -2,8 +2,9 @@
 # An Open MPI job across the two nodes, launched by Slurm directly (`srun
 # --mpi=pmix`: Debian's Open MPI 4.1 and Slurm 22.05's PMIx plugin, UCX
 # rc_verbs/ud_verbs over each node's rxe0, both ranks through the ibckpt
-# provider), frozen and thawed as one job 20 times by `ibckpt freeze --slurm
-# JOBID.0`, which runs on both nodes through srun: each freeze has both
+# provider), frozen and thawed as one job IBCKPT_CYCLES times (default 10;
+# `make soak` runs more) by `ibckpt freeze --slurm JOBID.0`, which runs on
+# both nodes through srun: each freeze has both
 # ranks' providers quiesced, nothing moves while frozen, traffic goes on
 # after the thaw, and the job ends with its own verdict (every message
 # checked byte by byte, round counts agreed).
@@ -20,12 +21,12 @@
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 [ -x tests/mpi/bin/ring ] || fail "tests/mpi/bin/ring not built (scripts/install-deps vm; make)"
-CYCLES=${IBCKPT_CYCLES:-20}
+CYCLES=${IBCKPT_CYCLES:-10}
 modprobe -a unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag ||
 	fail "cannot load the *_diag modules"
 slurm_up
 if ! node_is 0; then
-	node_barrier done 900
+	node_barrier done $((600 + 30 * CYCLES))	# a freeze and a thaw through srun: 8 s
 	pass
 fi
 FZ=$IBCKPT_SHARED/fz CK=$IBCKPT_SHARED/ck O=$IBCKPT_SHARED/out
