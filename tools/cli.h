@@ -9,8 +9,7 @@
 #include <stdio.h>
 #include <linux/ibckpt.h>
 #include "nl.h"
-
-extern int json;	/* -j: JSON output */
+#include "out.h"
 
 /*
  * args.c: take the global options (-j, --json) that follow the command out
@@ -21,9 +20,6 @@ extern int json;	/* -j: JSON output */
  * NULL-terminated).
  */
 int cli_take_global(int argc, char **argv, const char *const *valued, int *json_out);
-
-/* Print "ibckpt: WHAT: kernel's reason (strerror)"; returns exit status 1. */
-int cli_fail(int err, const char *what, const char *extack);
 
 /* Parse a process group id; prints the error and returns -1 if malformed. */
 int cli_pgid(const char *s, unsigned int *pgid);

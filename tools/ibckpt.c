@@ -22,8 +22,6 @@
 #endif
 #define IBCKPT_CLI_VERSION IBCKPT_VERSION
 
-int json;
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -69,15 +67,6 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -j, --json           JSON output (also accepted after the command)\n"
 		"  -h, --help           this text\n");
-}
-
-int cli_fail(int err, const char *what, const char *extack)
-{
-	if (extack && *extack)
-		fprintf(stderr, "ibckpt: %s: %s (%s)\n", what, extack, strerror(-err));
-	else
-		fprintf(stderr, "ibckpt: %s: %s\n", what, strerror(-err));
-	return 1;
 }
 
 struct version {
