@@ -16,7 +16,7 @@
 #include "restart.h"
 #include "snapshot.h"
 
-void rjob_close(struct rjob *j)
+void job_chans_close(struct job_chans *j)
 {
 	unsigned int i;
 
@@ -24,15 +24,15 @@ void rjob_close(struct rjob *j)
 		rchan_close(&j->p[i]);
 }
 
-void rjob_free(struct rjob *j)
+void job_chans_free(struct job_chans *j)
 {
-	rjob_close(j);
+	job_chans_close(j);
 	free(j->p);
 	j->p = NULL;
 	j->n = 0;
 }
 
-int rjob_add(struct rjob *j, unsigned int pid, int cmd_fd, int reply_fd)
+int job_chans_add(struct job_chans *j, unsigned int pid, int cmd_fd, int reply_fd)
 {
 	struct rchan *p = realloc(j->p, (j->n + 1) * sizeof(*p));
 
@@ -105,7 +105,7 @@ int write_file(const char *dir, const char *name, const void *buf, size_t len)
 	return 0;
 }
 
-int job_save(const char *dir, const struct rjob *j, const struct cli_snaps *l)
+int job_save(const char *dir, const struct job_chans *j, const struct cli_snaps *l)
 {
 	char *text = NULL, name[64];
 	size_t len = 0;
@@ -130,7 +130,7 @@ int job_save(const char *dir, const struct rjob *j, const struct cli_snaps *l)
 }
 
 /* A checkpoint directory's job; 0, or -1 said (missing, foreign, corrupt). */
-int job_load(const char *dir, struct rjob *j)
+int job_load(const char *dir, struct job_chans *j)
 {
 	char path[4096], line[256];
 	unsigned int pid, lineno = 1;
@@ -162,7 +162,7 @@ int job_load(const char *dir, struct rjob *j)
 			fprintf(stderr, "ibckpt: %s:%u: malformed line\n", path, lineno);
 			goto bad;
 		}
-		if (rjob_add(j, pid, cmd, reply))
+		if (job_chans_add(j, pid, cmd, reply))
 			goto bad;
 	}
 	fclose(f);
@@ -173,7 +173,7 @@ int job_load(const char *dir, struct rjob *j)
 	return 0;
 bad:
 	fclose(f);
-	rjob_free(j);
+	job_chans_free(j);
 	return -1;
 }
 
@@ -255,7 +255,7 @@ int snap_load(const char *dir, unsigned int pid, struct cli_snap *s)
 
 int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
 {
-	struct rjob j = { 0 };
+	struct job_chans j = { 0 };
 	char path[4200];
 	unsigned int i;
 
@@ -265,18 +265,18 @@ int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
 	l->v = calloc(j.n, sizeof(*l->v));
 	if (!l->v) {
 		fprintf(stderr, "ibckpt: out of memory\n");
-		rjob_free(&j);
+		job_chans_free(&j);
 		return 1;
 	}
 	for (i = 0; i < j.n; i++, l->n++) {
 		if (snap_load(dir, j.p[i].pid, &l->v[i])) {
-			rjob_free(&j);
+			job_chans_free(&j);
 			cli_snaps_free(l);
 			memset(l, 0, sizeof(*l));
 			return 1;
 		}
 	}
-	rjob_free(&j);
+	job_chans_free(&j);
 	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
 	*complete = !access(path, F_OK);
 	return 0;

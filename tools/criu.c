@@ -125,7 +125,7 @@ static bool holds_module(unsigned int pid)
 }
 
 /* Wait (up to 5 s) until no process of @j holds /dev/ibckpt: criu could not dump it. */
-int wait_unregistered(const struct rjob *j)
+int wait_unregistered(const struct job_chans *j)
 {
 	unsigned int i, tries;
 
@@ -197,7 +197,7 @@ static int self_exe(char *buf, size_t len)
  */
 static int dump_thaw(const char *session, const char *dir)
 {
-	struct rjob j = { 0 };
+	struct job_chans j = { 0 };
 	unsigned long long id;
 	char *end;
 	int rc;
@@ -211,7 +211,7 @@ static int dump_thaw(const char *session, const char *dir)
 	if (session_thaw_left(id))
 		return 1;
 	rc = job_load(dir, &j) || wait_unregistered(&j);
-	rjob_free(&j);
+	job_chans_free(&j);
 	return rc ? 1 : 0;
 }
 
@@ -234,7 +234,7 @@ int cmd_criu_action(void)
 	if (!strcmp(act, "pre-dump"))
 		return dump_thaw(session, dir);
 	if (!strcmp(act, "post-dump"))
-		return xnode_post_dump();
+		return nodes_post_dump();
 	return 0;
 }
 
@@ -244,7 +244,7 @@ int cmd_criu_action(void)
  * nftables': Debian's criu defaults to iptables, which a minimal system
  * lacks. criu's action script is this ibckpt, which thaws the job just
  * before criu seizes it (dump_thaw()) and, a job on several nodes, holds
- * the post-dump barrier whose whereabouts xnode_action() put in our
+ * the post-dump barrier whose whereabouts nodes_post_dump_env() put in our
  * environment.
  *
  * A root that leads no session and has no terminal (a Slurm task:

@@ -209,7 +209,7 @@ static int freeze_refused(struct ibnl *n, int err, const char *what, const char 
 static void freeze_usage(void)
 {
 	fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] [-D DIR "
-		XNODE_USAGE "] " CLI_JOB_USAGE "\n");
+		NODES_USAGE "] " CLI_JOB_USAGE "\n");
 }
 
 int cmd_freeze(int argc, char **argv)
@@ -218,11 +218,11 @@ int cmd_freeze(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "persist", required_argument, NULL, 'p' },
 		{ "dir", required_argument, NULL, 'D' },
-		XNODE_OPTIONS,
+		NODES_OPTIONS,
 		CLI_JOB_OPTIONS,
 		{ 0 }
 	};
-	struct coord_opts xo = { 0 };
+	struct coord_opts nopts = { 0 };
 	struct coord cs, *co = NULL;
 	const char *dir = NULL;
 	int voted = 0;
@@ -262,7 +262,7 @@ int cmd_freeze(int argc, char **argv)
 			}
 			break;
 		default:
-			err = xnode_opt(c, optarg, &xo);
+			err = nodes_opt(c, optarg, &nopts);
 			if (err > 0)
 				break;
 			if (!err)
@@ -278,11 +278,11 @@ int cmd_freeze(int argc, char **argv)
 		freeze_usage();
 		return 2;
 	}
-	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv);
+	nopart = slurm_job_finish(&job, &nopts, dir, SLURM_FANOUT, argc, argv);
 	if (nopart < 0)
 		return 1;
-	if (xnode_finish(&xo) || (xo.n && !dir) || (dir && !xo.n)) {
-		if ((xo.n && !dir) || (dir && !xo.n))
+	if (nodes_finish(&nopts) || (nopts.n && !dir) || (dir && !nopts.n)) {
+		if ((nopts.n && !dir) || (dir && !nopts.n))
 			fprintf(stderr, "ibckpt: a job on several nodes: --node and -D DIR (a "
 				"directory every node sees) go together\n");
 		freeze_usage();
@@ -290,20 +290,21 @@ int cmd_freeze(int argc, char **argv)
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot freeze %s", desc);
-	if (xo.n) {
+	if (nopts.n) {
 		/* every node's part quiesced before any node says frozen (restart.rst) */
-		if (coord_open(&cs, dir, &xo))
+		if (coord_open(&cs, dir, &nopts))
 			return 1;
 		co = &cs;
 	}
 	/* this node has no part of the Slurm step (said): the others learn it at once */
 	if (nopart) {
-		xvote(co, "frozen", 1, "it has no part of the Slurm step to take", NULL, 0, 0, NULL,
-		      NULL, NULL);
+		nodes_vote(co, "frozen", 1, "it has no part of the Slurm step to take", NULL, 0, 0,
+			   NULL, NULL, NULL);
 		return 1;
 	}
 	if (ibnl_open(&n, 0)) {
-		xvote(co, "frozen", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);
+		nodes_vote(co, "frozen", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL,
+			   NULL);
 		return 1;
 	}
 	sigaction(SIGINT, &sa, NULL);
@@ -387,7 +388,7 @@ int cmd_freeze(int argc, char **argv)
 		goto out;
 	}
 	voted = 1;
-	if (xvote(co, "frozen", 0, NULL, NULL, 0, 0, NULL, NULL, NULL)) {
+	if (nodes_vote(co, "frozen", 0, NULL, NULL, 0, 0, NULL, NULL, NULL)) {
 		err = thaw(&n, &by_id, ext, sizeof(ext), what);
 		fprintf(stderr, "ibckpt: %s: the job did not freeze on every node; %s\n", what,
 			err && err != -ENOENT ? "cannot thaw this node's part (above)" :
@@ -432,7 +433,8 @@ int cmd_freeze(int argc, char **argv)
 		printf("%s thawed\n", desc);
 out:
 	if (!voted)
-		xvote(co, "frozen", 1, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL);
+		nodes_vote(co, "frozen", 1, "its part did not freeze", NULL, 0, 0, NULL, NULL,
+			   NULL);
 	ibnl_close(&n);
 	cli_job_close();
 	return rc;
@@ -442,11 +444,11 @@ int cmd_thaw(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
-		XNODE_OPTIONS,
+		NODES_OPTIONS,
 		CLI_JOB_OPTIONS,
 		{ 0 }
 	};
-	struct coord_opts xo = { 0 };
+	struct coord_opts nopts = { 0 };
 	struct coord cs, *co = NULL;
 	const char *dir = NULL;
 	struct cli_job job = { 0 };
@@ -463,7 +465,7 @@ int cmd_thaw(int argc, char **argv)
 			dir = optarg;
 			continue;
 		}
-		err = xnode_opt(c, optarg, &xo);
+		err = nodes_opt(c, optarg, &nopts);
 		if (!err)
 			err = cli_job_opt(c, optarg, &job);
 		if (err <= 0)
@@ -471,23 +473,24 @@ int cmd_thaw(int argc, char **argv)
 	}
 	if (cli_job_finish(&job, argc, argv, optind, CLI_JOB_BY_ID))
 		goto usage;
-	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT | SLURM_SUSPENDED_OK, argc, argv);
+	nopart = slurm_job_finish(&job, &nopts, dir, SLURM_FANOUT | SLURM_SUSPENDED_OK, argc, argv);
 	if (nopart < 0)
 		return 1;
-	if (xnode_finish(&xo) || !xo.n != !dir)
+	if (nodes_finish(&nopts) || !nopts.n != !dir)
 		goto usage;
-	if (xo.n) {
-		if (coord_open(&cs, dir, &xo))
+	if (nopts.n) {
+		if (coord_open(&cs, dir, &nopts))
 			return 1;
 		co = &cs;
 	}
 	if (nopart) {
-		xvote(co, "thawed", 1, "it has no part of the Slurm step to take", NULL, 0, 0, NULL,
-		      NULL, NULL);
+		nodes_vote(co, "thawed", 1, "it has no part of the Slurm step to take", NULL, 0, 0,
+			   NULL, NULL, NULL);
 		return 1;
 	}
 	if (ibnl_open(&n, 0)) {
-		xvote(co, "thawed", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL, NULL);
+		nodes_vote(co, "thawed", 1, "it cannot reach the module", NULL, 0, 0, NULL, NULL,
+			   NULL);
 		return 1;
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
@@ -500,8 +503,8 @@ int cmd_thaw(int argc, char **argv)
 	if (err < 0)
 		cli_fail(err, what, ext);
 	/* each node thaws its own part at once; the barrier only reports the others */
-	if (xvote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
-		  NULL) || err)
+	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
+		       NULL) || err)
 		return 1;
 	if (json) {
 		putchar('{');
@@ -515,7 +518,7 @@ int cmd_thaw(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: ibckpt thaw [-D DIR " XNODE_USAGE "] " CLI_JOB_USAGE
+	fprintf(stderr, "usage: ibckpt thaw [-D DIR " NODES_USAGE "] " CLI_JOB_USAGE
 		" | --id SESSION\n");
 	return 2;
 }

@@ -264,7 +264,7 @@ static void tcp_quiet(pid_t pid)
  * The job's TCP connections end quietly (tcp_quiet()).
  * Return: the number of processes killed, or -1 if one may be left (said).
  */
-int kill_restored(pid_t root, const struct rjob *j)
+int kill_restored(pid_t root, const struct job_chans *j)
 {
 	unsigned int i, tries, left = 0, killed = 0;
 	struct pids s = { 0 };

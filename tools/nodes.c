@@ -16,39 +16,40 @@
 #include "snapshot.h"
 
 /*
- * One of XNODE_OPTIONS (or --part) into @o. Return: 1 if taken, 0 if @c is
+ * One of NODES_OPTIONS (or --part) into @o. Return: 1 if taken, 0 if @c is
  * not one of them, -1 if its value is bad (said).
  */
-int xnode_opt(int c, const char *arg, struct coord_opts *o)
+int nodes_opt(int c, const char *arg, struct coord_opts *o)
 {
 	unsigned long v;
 	char *end;
 
 	switch (c) {
-	case XNODE_OPT_NODE:
+	case NODES_OPT_NODE:
 		if (coord_parse_node(arg, &o->rank, &o->n)) {
 			fprintf(stderr, "ibckpt: --node takes RANK/N, 0 <= RANK < N <= %u, not "
 				"'%s'\n", COORD_MAX_NODES, arg);
 			return -1;
 		}
 		return 1;
-	case XNODE_OPT_RUN:
+	case NODES_OPT_RUN:
 		o->run = arg;
 		return 1;
-	case XNODE_OPT_TIMEOUT:
-	case XNODE_OPT_PART:
+	case NODES_OPT_TIMEOUT:
+	case NODES_OPT_PART:
 		errno = 0;
 		v = strtoul(arg, &end, 10);
 		if (errno || end == arg || *end || arg[0] == '-' ||
-		    (c == XNODE_OPT_TIMEOUT && (v == 0 || v > 86400000ul)) ||
-		    (c == XNODE_OPT_PART && v >= COORD_MAX_NODES)) {
+		    (c == NODES_OPT_TIMEOUT && (v == 0 || v > 86400000ul)) ||
+		    (c == NODES_OPT_PART && v >= COORD_MAX_NODES)) {
 			fprintf(stderr, "ibckpt: %s takes %s, not '%s'\n",
-				c == XNODE_OPT_PART ? "--part" : "--node-timeout",
-				c == XNODE_OPT_PART ? "a node's rank" : "milliseconds (1 to 86400000)",
+				c == NODES_OPT_PART ? "--part" : "--node-timeout",
+				c == NODES_OPT_PART ? "a node's rank" :
+						      "milliseconds (1 to 86400000)",
 				arg);
 			return -1;
 		}
-		if (c == XNODE_OPT_TIMEOUT) {
+		if (c == NODES_OPT_TIMEOUT) {
 			o->timeout_ms = (unsigned int)v;
 			return 1;
 		}
@@ -66,7 +67,7 @@ int xnode_opt(int c, const char *arg, struct coord_opts *o)
  * After the options: --run defaults to the Slurm step this runs in (every
  * node's srun task sees the same one). Return: 0, or -1 (said).
  */
-int xnode_finish(struct coord_opts *o)
+int nodes_finish(struct coord_opts *o)
 {
 	static char slurm[96];
 	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -91,7 +92,7 @@ int xnode_finish(struct coord_opts *o)
 }
 
 /*
- * xvote() - this node's word @rc (0, or a failure said already, @msg the
+ * nodes_vote() - this node's word @rc (0, or a failure said already, @msg the
  * others' summary of it) at the next barrier of @co, called @name
  * @data, @len, @flags, @decide, @arg, @out: as coord_vote()'s
  *
@@ -101,8 +102,8 @@ int xnode_finish(struct coord_opts *o)
  * Return: 0 if every node agreed; the verdict's code (1 or more) if not;
  * @rc itself without @co (a job on one node).
  */
-int xvote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
-	  size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
+int nodes_vote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
+	       size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
 	  struct coord_verdict *out)
 {
 	struct coord_verdict v;
@@ -199,11 +200,11 @@ static int peers_decide(void *arg, const void *votes, size_t len, char *why, siz
 /*
  * Before a release on several nodes: node 0 checks every QP of every node
  * against its peer, wherever that runs. @all: every node's snapshots, for
- * what each QP's peer grants (xvote_snaps(); coord_verdict_free() it).
+ * what each QP's peer grants (nodes_verdict_snaps(); coord_verdict_free() it).
  * Return: 0, 1 (refused, said), or 3 (requests in flight: every node
  * freezes again).
  */
-int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all)
+int nodes_vote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all)
 {
 	size_t len = 0, off = 0;
 	unsigned char *buf;
@@ -214,7 +215,7 @@ int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdic
 		len += sizeof(struct snap_item) + (((size_t)l->v[i].total + 7u) & ~(size_t)7u);
 	buf = calloc(1, len ? len : 1);
 	if (!buf)
-		return xvote(co, "peers", 1, "out of memory", NULL, 0, 0, NULL, NULL, NULL);
+		return nodes_vote(co, "peers", 1, "out of memory", NULL, 0, 0, NULL, NULL, NULL);
 	for (i = 0; i < l->n; i++) {
 		struct snap_item it = { .len = l->v[i].total };
 
@@ -223,17 +224,17 @@ int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdic
 		memcpy(buf + off, l->v[i].data, l->v[i].total);
 		off += ((size_t)l->v[i].total + 7u) & ~(size_t)7u;
 	}
-	st = xvote(co, "peers", 0, NULL, buf, len, COORD_GATHER, peers_decide, NULL, all);
+	st = nodes_vote(co, "peers", 0, NULL, buf, len, COORD_GATHER, peers_decide, NULL, all);
 	free(buf);
 	return st == 3 ? 3 : st ? 1 : 0;
 }
 
 /*
- * Every node's snapshots in xvote_peers()'s verdict, checked as node 0
+ * Every node's snapshots in nodes_vote_peers()'s verdict, checked as node 0
  * checked them: *@snaps points into @all (free() the array only).
  * Return: 0, or 1 (said).
  */
-int xvote_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n)
+int nodes_verdict_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n)
 {
 	char why[256];
 	struct peers_all a = { .why = why, .whylen = sizeof(why) };
@@ -307,7 +308,7 @@ int nodes_load(const char *dir, unsigned int *n)
  * and its environment, ours: the post-dump barrier's whereabouts go there.
  * Return: 0, or -1.
  */
-int xnode_action(const struct coord *co, const char *phase)
+int nodes_post_dump_env(const struct coord *co, const char *phase)
 {
 	char num[64];
 
@@ -321,7 +322,7 @@ int xnode_action(const struct coord *co, const char *phase)
 	return setenv(ENV_GRACE, num, 1);
 }
 
-void xnode_action_clear(void)
+void nodes_post_dump_env_clear(void)
 {
 	unsetenv(ENV_DIR);
 	unsetenv(ENV_NODE);
@@ -338,7 +339,7 @@ void xnode_action_clear(void)
  * network unlocked, as when its dump fails (criu's cr_dump_finish()). A job
  * on one node (no barrier in the environment): 0.
  */
-int xnode_post_dump(void)
+int nodes_post_dump(void)
 {
 	const char *dir = getenv(ENV_DIR), *node = getenv(ENV_NODE), *phase = getenv(ENV_PHASE);
 	const char *tmo = getenv(ENV_TIMEOUT), *grace = getenv(ENV_GRACE);

@@ -40,7 +40,7 @@
 
 /* ---- the phases ---- */
 
-static int rjob_open(struct rjob *j)
+static int job_chans_open(struct job_chans *j)
 {
 	char why[512];
 	unsigned int i;
@@ -48,7 +48,7 @@ static int rjob_open(struct rjob *j)
 	for (i = 0; i < j->n; i++) {
 		if (rchan_open(&j->p[i], why, sizeof(why))) {
 			fprintf(stderr, "ibckpt: %s\n", why);
-			rjob_close(j);
+			job_chans_close(j);
 			return -1;
 		}
 	}
@@ -65,9 +65,9 @@ static int rjob_open(struct rjob *j)
  * REACQUIRE of its own that failed), so that a new reacquire, with another
  * device map say, starts over. Not after a GO: a QP at RTS may have sent.
  */
-static bool rjob_undone;	/* the last failed reacquire was undone everywhere */
+static bool job_chans_undone;	/* the last failed reacquire was undone everywhere */
 
-static void rjob_abort(struct rjob *j)
+static void job_chans_abort(struct job_chans *j)
 {
 	unsigned int i, undone = 0;
 	char why[512];
@@ -79,7 +79,7 @@ static void rjob_abort(struct rjob *j)
 		else
 			undone++;
 	}
-	rjob_undone = undone == j->n;
+	job_chans_undone = undone == j->n;
 }
 
 /* Append @len bytes of identities to *@all. */
@@ -119,8 +119,8 @@ static int idents_of_node(void *arg, unsigned int rank, const void *data, size_t
  * phase ends at a barrier, and a failure anywhere undoes the reacquire on
  * every node.
  */
-static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uint32_t nmap,
-			  uint32_t *nids_out, struct coord *co)
+static int job_chans_reacquire(struct job_chans *j, const struct ibckpt_rdev_map *map,
+			       uint32_t nmap, uint32_t *nids_out, struct coord *co)
 {
 	struct ibckpt_ident *all = NULL;
 	struct coord_verdict v;
@@ -148,8 +148,8 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 	if (co) {
 		struct idents_merge m = { 0 };
 
-		if (xvote(co, "reacquire", st ? 1 : 0, "its reacquire failed", all,
-			  nall * sizeof(*all), COORD_GATHER, NULL, NULL, &v))
+		if (nodes_vote(co, "reacquire", st ? 1 : 0, "its reacquire failed", all,
+			       nall * sizeof(*all), COORD_GATHER, NULL, NULL, &v))
 			goto abort;	/* here or elsewhere: every node undoes its own */
 		st = coord_each(v.data, v.len, idents_of_node, &m);
 		coord_verdict_free(&v);
@@ -170,7 +170,8 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 		if (st)
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
 	}
-	if (xvote(co, "remap", st ? 1 : 0, "its remap failed", NULL, 0, 0, NULL, NULL, NULL) || st)
+	if (nodes_vote(co, "remap", st ? 1 : 0, "its remap failed", NULL, 0, 0, NULL, NULL,
+		       NULL) || st)
 		goto abort;
 	for (i = 0; i < j->n && !st; i++) {
 		st = rchan_call(&j->p[i], IBCKPT_RMSG_GO, 0, NULL, 0, PHASE_MS, NULL, NULL, why,
@@ -179,7 +180,7 @@ static int rjob_reacquire(struct rjob *j, const struct ibckpt_rdev_map *map, uin
 			fprintf(stderr, "ibckpt: reacquire: %s\n", why);
 	}
 	/* not undone: a QP at RTS may have sent */
-	if (xvote(co, "go", st ? 1 : 0, "a GO failed", NULL, 0, 0, NULL, NULL, NULL) || st)
+	if (nodes_vote(co, "go", st ? 1 : 0, "a GO failed", NULL, 0, 0, NULL, NULL, NULL) || st)
 		goto out;
 	*nids_out = nall;
 	rc = 0;
@@ -187,12 +188,12 @@ out:
 	free(all);
 	return rc;
 abort:
-	rjob_abort(j);
+	job_chans_abort(j);
 	goto out;
 }
 
 /* Each snapshot's restart channel, in @j; -1 if a process has none (said). */
-static int channels_of(const struct cli_snaps *l, struct rjob *j)
+static int channels_of(const struct cli_snaps *l, struct job_chans *j)
 {
 	unsigned int i;
 
@@ -219,7 +220,7 @@ static int channels_of(const struct cli_snaps *l, struct rjob *j)
 			fprintf(stderr, "ibckpt: process %u is released already\n", l->v[i].tgid);
 			return -1;
 		}
-		if (rjob_add(j, l->v[i].tgid, (int)c->cmd_fd, (int)c->reply_fd))
+		if (job_chans_add(j, l->v[i].tgid, (int)c->cmd_fd, (int)c->reply_fd))
 			return -1;
 	}
 	return 0;
@@ -267,7 +268,7 @@ static int rpeers_of(struct rpeers *r, const struct cli_snaps *l, const void *co
 }
 
 struct prep_arg {
-	struct rjob *j;
+	struct job_chans *j;
 	const struct rpeers *peers;
 };
 
@@ -297,10 +298,10 @@ static int peers_of(struct cli_snaps *l, const char *what, struct coord *co,
 
 	if (co) {
 		/* every node's QPs with every node's: node 0 checks them all */
-		st = xvote_peers(co, l, &all);
+		st = nodes_vote_peers(co, l, &all);
 		if (st)
 			return st;
-		st = xvote_snaps(&all, &snaps, &n);
+		st = nodes_verdict_snaps(&all, &snaps, &n);
 	} else {
 		n = l->n;
 		snaps = calloc(n ? n : 1, sizeof(*snaps));
@@ -321,8 +322,8 @@ static int peers_of(struct cli_snaps *l, const char *what, struct coord *co,
 	coord_verdict_free(&all);
 	/* this node alone: the others meet it at the next barrier */
 	if (st && co)
-		xvote(co, "channels", 1, "cannot read the job's snapshots", NULL, 0, 0, NULL, NULL,
-		      NULL);
+		nodes_vote(co, "channels", 1, "cannot read the job's snapshots", NULL, 0, 0, NULL,
+			   NULL, NULL);
 	return st;
 }
 
@@ -342,15 +343,15 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 	struct rpeers peers = { 0 };
 	struct prep_arg pa;
 	struct cli_snaps l;
-	struct rjob j = { 0 };
+	struct job_chans j = { 0 };
 	char why[512];
 	unsigned int i, failed = 0;
 	uint32_t nids;
 	int st;
 
 	if (cli_get_snapshots(job, &l, what)) {
-		xvote(co, "peers", 1, "it has no snapshot of its part", NULL, 0, 0, NULL, NULL,
-		      NULL);
+		nodes_vote(co, "peers", 1, "it has no snapshot of its part", NULL, 0, 0, NULL, NULL,
+			   NULL);
 		return 1;
 	}
 	st = peers_of(&l, what, co, &peers);
@@ -358,20 +359,20 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 		cli_snaps_free(&l);
 		return st;
 	}
-	st = channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || rjob_open(&j);
+	st = channels_of(&l, &j) || dir_make(dir) || job_save(dir, &j, &l) || job_chans_open(&j);
 	cli_snaps_free(&l);
-	if (xvote(co, "channels", st, "cannot reach its processes' providers", NULL, 0, 0, NULL,
-		  NULL, NULL) || st) {
-		rjob_free(&j);
+	if (nodes_vote(co, "channels", st, "cannot reach its processes' providers", NULL, 0, 0,
+		       NULL, NULL, NULL) || st) {
+		job_chans_free(&j);
 		rpeers_free(&peers);
 		return 1;
 	}
 	/* every process agrees first: a refusal then changes nothing anywhere */
 	pa = (struct prep_arg){ .j = &j, .peers = &peers };
 	st = prepare_job(j.n, prep_call, &pa, what);
-	if (xvote(co, "prepare", st ? 1 : 0, "a process refused its release", NULL, 0, 0,
-		  NULL, NULL, NULL) || st) {
-		rjob_free(&j);
+	if (nodes_vote(co, "prepare", st ? 1 : 0, "a process refused its release", NULL, 0, 0,
+		       NULL, NULL, NULL) || st) {
+		job_chans_free(&j);
 		rpeers_free(&peers);
 		/* on several nodes every node would have to agree to freeze again: not yet */
 		return !co && st == 3 ? 3 : 1;
@@ -387,15 +388,15 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 		}
 	}
 	rpeers_free(&peers);
-	if (xvote(co, "release", failed ? 1 : 0, "a process's release failed", NULL, 0, 0, NULL,
-		  NULL, NULL))
+	if (nodes_vote(co, "release", failed ? 1 : 0, "a process's release failed", NULL, 0, 0,
+		       NULL, NULL, NULL))
 		failed++;
 	if (failed) {
 		/* nothing is left half-done: the ones released come back */
-		if (rjob_reacquire(&j, NULL, 0, &nids, co))
+		if (job_chans_reacquire(&j, NULL, 0, &nids, co))
 			fprintf(stderr, "ibckpt: %s: and reacquiring in place failed: the job "
 				"stays released (ibckpt reacquire -D %s)\n", what, dir);
-		rjob_free(&j);
+		job_chans_free(&j);
 		return 1;
 	}
 	if (json) {
@@ -405,7 +406,7 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 	} else {
 		printf("%u process%s released (%s)\n", j.n, j.n == 1 ? "" : "es", dir);
 	}
-	rjob_free(&j);
+	job_chans_free(&j);
 	return 0;
 }
 
@@ -445,20 +446,20 @@ static int parse_map(const char *s, struct ibckpt_rdev_map **map, uint32_t *n)
  * @hint: say how to retry if the job is left released (not for a restart:
  * it kills it). @co: a job on several nodes, the others reacquire too.
  */
-static int reacquire_job(struct rjob *j, const char *dir, const struct ibckpt_rdev_map *map,
+static int reacquire_job(struct job_chans *j, const char *dir, const struct ibckpt_rdev_map *map,
 			 uint32_t nmap, bool hint, struct coord *co)
 {
 	uint32_t nids = 0;
 	int rc = 1, st;
 
 	ckpt_timing(NULL);
-	rjob_undone = false;
-	st = rjob_open(j);
-	if (xvote(co, "open", st ? 1 : 0, "cannot reach its processes' providers", NULL, 0, 0,
-		  NULL, NULL, NULL) || st)
+	job_chans_undone = false;
+	st = job_chans_open(j);
+	if (nodes_vote(co, "open", st ? 1 : 0, "cannot reach its processes' providers", NULL, 0, 0,
+		       NULL, NULL, NULL) || st)
 		return 1;
-	if (rjob_reacquire(j, map, nmap, &nids, co)) {
-		if (rjob_undone && hint)
+	if (job_chans_reacquire(j, map, nmap, &nids, co)) {
+		if (job_chans_undone && hint)
 			fprintf(stderr, "ibckpt: the job is released as it was before this "
 				"reacquire: ibckpt reacquire -D %s [--map ...] tries again\n", dir);
 		goto out;
@@ -480,12 +481,12 @@ out:
 static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap,
 			 bool hint)
 {
-	struct rjob j = { 0 };
+	struct job_chans j = { 0 };
 	int rc = 1;
 
 	if (!job_load(dir, &j))
 		rc = reacquire_job(&j, dir, map, nmap, hint, NULL);
-	rjob_free(&j);
+	job_chans_free(&j);
 	return rc;
 }
 
@@ -538,15 +539,15 @@ struct restart_opts {
  * *map freed).
  */
 static int dir_map_args(int argc, char **argv, const char *name, const char **dir,
-			struct ibckpt_rdev_map **map, uint32_t *nmap, struct coord_opts *xo,
+			struct ibckpt_rdev_map **map, uint32_t *nmap, struct coord_opts *nopts,
 			struct restart_opts *ro)
 {
 	enum { OPT_WAIT = 0x3000, OPT_SLURM };
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'D' },
 		{ "map", required_argument, NULL, 'm' },
-		XNODE_OPTIONS,
-		{ "part", required_argument, NULL, XNODE_OPT_PART },
+		NODES_OPTIONS,
+		{ "part", required_argument, NULL, NODES_OPT_PART },
 		{ "wait", no_argument, NULL, OPT_WAIT },
 		{ "slurm", required_argument, NULL, OPT_SLURM },
 		{ NULL, 0, NULL, 0 },
@@ -565,7 +566,7 @@ static int dir_map_args(int argc, char **argv, const char *name, const char **di
 			if (c == OPT_SLURM)
 				ro->slurm = optarg;
 		} else if (c == 'm' ? parse_map(optarg, map, nmap) :
-			   xnode_opt(c, optarg, xo) <= 0) {
+			   nodes_opt(c, optarg, nopts) <= 0) {
 			goto usage;
 		}
 	}
@@ -581,19 +582,20 @@ static int dir_map_args(int argc, char **argv, const char *name, const char **di
 	if (ro && ro->slurm) {
 		/* every part on the node of its rank, each the job's parent there */
 		st = nodes_load(*dir, &nodes);
-		if (st < 0 || slurm_restart_finish(ro->slurm_job, nodes, st == 0, xo, argc, argv)) {
+		if (st < 0 ||
+		    slurm_restart_finish(ro->slurm_job, nodes, st == 0, nopts, argc, argv)) {
 			free(*map);
 			*map = NULL;
 			return 1;
 		}
 		ro->wait = true;
 	}
-	if (!xnode_finish(xo))
+	if (!nodes_finish(nopts))
 		return 0;
 usage:
 	free(*map);
 	*map = NULL;
-	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...] [" XNODE_USAGE
+	fprintf(stderr, "usage: ibckpt %s -D DIR [--map DEV=DEV,...] [" NODES_USAGE
 		" [--part P]...]%s\n", name, ro ? " [--wait] [--slurm JOBID]" : "");
 	return 2;
 }
@@ -603,7 +605,7 @@ usage:
  * for each P of --part (default: this node's rank) for a job on several.
  * Return: 0, or -1 (said).
  */
-static int parts_of(const char *dir, const struct coord_opts *xo, struct rpart **parts,
+static int parts_of(const char *dir, const struct coord_opts *nopts, struct rpart **parts,
 		    unsigned int *n, unsigned int *nparts)
 {
 	unsigned int i, total = 0;
@@ -613,18 +615,18 @@ static int parts_of(const char *dir, const struct coord_opts *xo, struct rpart *
 	*n = 0;
 	if (st < 0)
 		return -1;
-	if (st > 0 && xo->n) {
+	if (st > 0 && nopts->n) {
 		fprintf(stderr, "ibckpt: %s: the checkpoint of a job on one node: no --node\n",
 			dir);
 		return -1;
 	}
-	if (st == 0 && !xo->n) {
+	if (st == 0 && !nopts->n) {
 		fprintf(stderr, "ibckpt: %s: the checkpoint of a job on %u nodes: run this on each "
 			"with --node RANK/N --run ID (restart.rst)\n", dir, total);
 		return -1;
 	}
-	*nparts = xo->n ? total : 1;
-	*n = xo->n ? (xo->nparts ? xo->nparts : 1) : 1;
+	*nparts = nopts->n ? total : 1;
+	*n = nopts->n ? (nopts->nparts ? nopts->nparts : 1) : 1;
 	*parts = calloc(*n, sizeof(**parts));
 	if (!*parts)
 		return -1;
@@ -632,13 +634,13 @@ static int parts_of(const char *dir, const struct coord_opts *xo, struct rpart *
 		struct rpart *p = &(*parts)[i];
 
 		p->lock = -1;
-		p->part = xo->n ? (xo->nparts ? xo->part[i] : xo->rank) : 0;
-		if (xo->n && p->part >= total) {
+		p->part = nopts->n ? (nopts->nparts ? nopts->part[i] : nopts->rank) : 0;
+		if (nopts->n && p->part >= total) {
 			fprintf(stderr, "ibckpt: %s: no part %u: the job had %u nodes\n", dir,
 				p->part, total);
 			return -1;
 		}
-		if (xo->n)
+		if (nopts->n)
 			part_dir(p->dir, sizeof(p->dir), dir, p->part);
 		else
 			snprintf(p->dir, sizeof(p->dir), "%s", dir);
@@ -653,30 +655,30 @@ static void parts_free(struct rpart *parts, unsigned int n)
 	for (i = 0; parts && i < n; i++) {
 		if (parts[i].lock >= 0)
 			close(parts[i].lock);
-		rjob_free(&parts[i].j);
+		job_chans_free(&parts[i].j);
 	}
 	free(parts);
 }
 
 /* Every part's processes, in one job @all (its channels not opened). */
-static int parts_job(const struct rpart *parts, unsigned int n, struct rjob *all)
+static int parts_job(const struct rpart *parts, unsigned int n, struct job_chans *all)
 {
 	unsigned int i, k;
 
 	for (i = 0; i < n; i++)
 		for (k = 0; k < parts[i].j.n; k++)
-			if (rjob_add(all, parts[i].j.p[k].pid, parts[i].j.p[k].cmd_fd,
-				     parts[i].j.p[k].reply_fd))
+			if (job_chans_add(all, parts[i].j.p[k].pid, parts[i].j.p[k].cmd_fd,
+					  parts[i].j.p[k].reply_fd))
 				return -1;
 	return 0;
 }
 
-/* With @xo: a coordination in @dir, in @cs; NULL without. */
-static struct coord *coord_of(const char *dir, const struct coord_opts *xo, struct coord *cs)
+/* With @nopts: a coordination in @dir, in @cs; NULL without. */
+static struct coord *coord_of(const char *dir, const struct coord_opts *nopts, struct coord *cs)
 {
-	if (!xo->n)
+	if (!nopts->n)
 		return NULL;
-	if (coord_open(cs, dir, xo))
+	if (coord_open(cs, dir, nopts))
 		return (struct coord *)-1;
 	return cs;
 }
@@ -684,35 +686,35 @@ static struct coord *coord_of(const char *dir, const struct coord_opts *xo, stru
 int cmd_reacquire(int argc, char **argv)
 {
 	struct ibckpt_rdev_map *map = NULL;
-	struct coord_opts xo = { 0 };
+	struct coord_opts nopts = { 0 };
 	struct rpart *parts = NULL;
-	struct rjob all = { 0 };
+	struct job_chans all = { 0 };
 	unsigned int n = 0, total, i;
 	const char *dir = NULL;
 	struct coord cs, *co;
 	uint32_t nmap = 0;
 	int rc = 1, st = 0;
 
-	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &xo, NULL))
+	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &nopts, NULL))
 		return 2;
-	co = coord_of(dir, &xo, &cs);
+	co = coord_of(dir, &nopts, &cs);
 	if (co == (struct coord *)-1)
 		goto out;
 	if (!co) {
 		rc = reacquire_dir(dir, map, nmap, true);
 		goto out;
 	}
-	st = parts_of(dir, &xo, &parts, &n, &total);
+	st = parts_of(dir, &nopts, &parts, &n, &total);
 	for (i = 0; !st && i < n; i++)
 		st = job_load(parts[i].dir, &parts[i].j);
 	if (!st)
 		st = parts_job(parts, n, &all);
-	if (xvote(co, "loaded", st ? 1 : 0, "cannot read its part of the checkpoint", NULL, 0,
-		  0, NULL, NULL, NULL) || st)
+	if (nodes_vote(co, "loaded", st ? 1 : 0, "cannot read its part of the checkpoint", NULL, 0,
+		       0, NULL, NULL, NULL) || st)
 		goto out;
 	rc = reacquire_job(&all, dir, map, nmap, true, co);
 out:
-	rjob_free(&all);
+	job_chans_free(&all);
 	parts_free(parts, n);
 	free(map);
 	return rc;
@@ -828,7 +830,7 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 		free(l.v);
 	}
 	/* a job on several nodes: every node's part quiesced before any is released */
-	if (xvote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL)) {
+	if (nodes_vote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL)) {
 		if (!rc)
 			session_thaw(by_id.session);
 		return 1;
@@ -841,8 +843,8 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	ckpt_timing("release");
 	err = keep && !rc ? 0 : session_thaw(by_id.session);
 	/* every node goes on only if every node's part runs again */
-	if (xvote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
-		  NULL) || err) {
+	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
+		       NULL) || err) {
 		if (keep && !rc)	/* kept frozen for criu, which will not run */
 			session_thaw(by_id.session);
 		rc = 1;
@@ -953,8 +955,8 @@ static int dump_nodes(const char *part, unsigned int root, uint64_t session, str
 	int rc, st;
 
 	snprintf(phase, sizeof(phase), "dumped.%u", ++co->seq);
-	rc = xnode_action(co, phase) || criu_dump(part, root, session);
-	xnode_action_clear();
+	rc = nodes_post_dump_env(co, phase) || criu_dump(part, root, session);
+	nodes_post_dump_env_clear();
 	st = coord_verdict_get(co, phase, &v);
 	if (st == 0) {
 		/* criu failed before its post-dump action: this node votes */
@@ -980,7 +982,7 @@ int cmd_checkpoint(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'D' },
 		{ "leave-running", no_argument, NULL, 'L' },
 		{ "timeout", required_argument, NULL, 't' },
-		XNODE_OPTIONS,
+		NODES_OPTIONS,
 		CLI_JOB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -988,10 +990,10 @@ int cmd_checkpoint(int argc, char **argv)
 	const char *dir = NULL, *timeout = "10000", *part;
 	struct cli_job job = { 0 }, by_id = { 0 };
 	int c, err, leave = 0, saved_json = json, rc, attempt, nopart;
-	struct coord_opts xo = { 0 };
+	struct coord_opts nopts = { 0 };
 	struct coord cs, *co = NULL;
 	unsigned int root = 0;
-	struct rjob j = { 0 };
+	struct job_chans j = { 0 };
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -1008,7 +1010,7 @@ int cmd_checkpoint(int argc, char **argv)
 			timeout = optarg;
 			break;
 		default:
-			err = xnode_opt(c, optarg, &xo);
+			err = nodes_opt(c, optarg, &nopts);
 			if (err < 0)
 				goto usage;
 			if (err)
@@ -1020,28 +1022,30 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	if (!dir || cli_job_finish(&job, argc, argv, optind, 0))
 		goto usage;
-	nopart = slurm_job_finish(&job, &xo, dir, SLURM_FANOUT, argc, argv);
+	nopart = slurm_job_finish(&job, &nopts, dir, SLURM_FANOUT, argc, argv);
 	if (nopart < 0)
 		return 1;
-	if (xnode_finish(&xo))
+	if (nodes_finish(&nopts))
 		goto usage;
 	part = dir;
-	if (xo.n) {
+	if (nopts.n) {
 		/* DIR is every node's: this node's part is DIR/part.RANK */
-		if (dir_make(dir) || coord_open(&cs, dir, &xo))
+		if (dir_make(dir) || coord_open(&cs, dir, &nopts))
 			return 1;
 		co = &cs;
-		part_dir(pdir, sizeof(pdir), dir, xo.rank);
+		part_dir(pdir, sizeof(pdir), dir, nopts.rank);
 		part = pdir;
 	}
 	/* no part of the Slurm step here (said): the others' next barrier fails at once */
 	if (nopart) {
-		xvote(co, leave ? "frozen" : "start", 1, "it has no part of the Slurm step to take",
-		      NULL, 0, 0, NULL, NULL, NULL);
+		nodes_vote(co, leave ? "frozen" : "start", 1,
+			   "it has no part of the Slurm step to take", NULL, 0, 0, NULL, NULL,
+			   NULL);
 		return 1;
 	}
 	if (!leave && dump_root(&job, &root)) {
-		xvote(co, "start", 1, "the job's leader is gone", NULL, 0, 0, NULL, NULL, NULL);
+		nodes_vote(co, "start", 1, "the job's leader is gone", NULL, 0, 0, NULL, NULL,
+			   NULL);
 		return 1;
 	}
 	/* a checkpoint into a directory used before is not whole until it is written again */
@@ -1049,8 +1053,8 @@ int cmd_checkpoint(int argc, char **argv)
 		rc = done_remove(part) || (co && !co->rank && (nodes_save(dir, co->n) ||
 							      done_remove(dir))) ||
 		     (!co && nodes_remove(dir));
-		if (xvote(co, "start", rc, "cannot write its part of the checkpoint", NULL, 0, 0,
-			  NULL, NULL, NULL) || rc)
+		if (nodes_vote(co, "start", rc, "cannot write its part of the checkpoint", NULL, 0,
+			       0, NULL, NULL, NULL) || rc)
 			return 1;
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
@@ -1081,8 +1085,8 @@ int cmd_checkpoint(int argc, char **argv)
 		 */
 		rc = tree_save(part, (pid_t)root);
 		if (co) {
-			if (xvote(co, "predump", rc, "its job cannot be dumped", NULL, 0, 0, NULL,
-				  NULL, NULL))
+			if (nodes_vote(co, "predump", rc, "its job cannot be dumped", NULL, 0, 0,
+				       NULL, NULL, NULL))
 				rc = 1;
 			if (!rc)
 				rc = dump_nodes(part, root, by_id.session, co);
@@ -1097,8 +1101,8 @@ int cmd_checkpoint(int argc, char **argv)
 			rc = write_file(part, DONE_FILE, "", 0);
 		if (co) {
 			/* the parts are whole: node 0 marks the checkpoint whole, or fails it */
-			if (xvote(co, "written", rc, "cannot complete its part", NULL, 0, 0,
-				  mark_complete, (void *)dir, NULL))
+			if (nodes_vote(co, "written", rc, "cannot complete its part", NULL, 0, 0,
+				       mark_complete, (void *)dir, NULL))
 				rc = 1;
 			if (!rc) {
 				ckpt_report(desc, dir, by_id.session, co);
@@ -1115,13 +1119,13 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	json = 0;
 	if (job_load(part, &j)) {
-		xvote(co, "open", 1, "cannot read its part of the checkpoint", NULL, 0, 0, NULL, NULL,
-		      NULL);
+		nodes_vote(co, "open", 1, "cannot read its part of the checkpoint", NULL, 0, 0,
+			   NULL, NULL, NULL);
 		rc = 1;
 	} else {
 		rc = reacquire_job(&j, part, NULL, 0, true, co);
 	}
-	rjob_free(&j);
+	job_chans_free(&j);
 	json = saved_json;
 	if (rc || !leave)
 		return 1;
@@ -1136,7 +1140,7 @@ int cmd_checkpoint(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: ibckpt checkpoint -D DIR [--leave-running] [--timeout MS] "
-		"[" XNODE_USAGE "] " CLI_JOB_USAGE "\n");
+		"[" NODES_USAGE "] " CLI_JOB_USAGE "\n");
 	return 2;
 }
 
@@ -1170,7 +1174,7 @@ static void check_device(const struct ibckpt_snap_rec *r, const void *pl, void *
 	}
 }
 
-static int devices_present(const char *dir, const struct rjob *j,
+static int devices_present(const char *dir, const struct job_chans *j,
 			   const struct ibckpt_rdev_map *map, uint32_t nmap)
 {
 	unsigned int i;
@@ -1311,9 +1315,9 @@ static void parts_kill(const char *dir, struct rpart *parts, unsigned int n)
 int cmd_restart(int argc, char **argv)
 {
 	struct ibckpt_rdev_map *map = NULL;
-	struct coord_opts xo = { 0 };
+	struct coord_opts nopts = { 0 };
 	struct rpart *parts = NULL;
-	struct rjob all = { 0 };
+	struct job_chans all = { 0 };
 	const char *dir = NULL;
 	struct coord cs, *co;
 	char path[4200];
@@ -1323,15 +1327,15 @@ int cmd_restart(int argc, char **argv)
 	unsigned int i, n = 0, total = 0;
 	int rc = 1, saved_json, st;
 
-	st = dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &xo, &ro);
+	st = dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &nopts, &ro);
 	if (st)
 		return st;
 	if (ro.wait && rwait_prepare())
 		return 1;
-	co = coord_of(dir, &xo, &cs);
+	co = coord_of(dir, &nopts, &cs);
 	if (co == (struct coord *)-1)
 		goto out;
-	st = parts_of(dir, &xo, &parts, &n, &total);
+	st = parts_of(dir, &nopts, &parts, &n, &total);
 	if (!st && co) {
 		/* the job of several nodes: whole only if node 0 marked it so */
 		snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
@@ -1346,8 +1350,8 @@ int cmd_restart(int argc, char **argv)
 		st = part_check(&parts[i], map, nmap);
 		mine[i] = parts[i].part;
 	}
-	if (xvote(co, "checked", st ? 1 : 0, "its part cannot be restored here", mine,
-		  st ? 0 : n * sizeof(mine[0]), 0, parts_cover, &total, NULL) || st)
+	if (nodes_vote(co, "checked", st ? 1 : 0, "its part cannot be restored here", mine,
+		       st ? 0 : n * sizeof(mine[0]), 0, parts_cover, &total, NULL) || st)
 		goto out;
 	for (i = 0; !st && i < n; i++) {
 		st = criu_restore(parts[i].dir, &parts[i].root);
@@ -1355,8 +1359,8 @@ int cmd_restart(int argc, char **argv)
 	}
 	if (!st)
 		st = parts_job(parts, n, &all);
-	if (xvote(co, "restored", st ? 1 : 0, "its criu restore failed", NULL, 0, 0, NULL, NULL,
-		  NULL) || st) {
+	if (nodes_vote(co, "restored", st ? 1 : 0, "its criu restore failed", NULL, 0, 0, NULL,
+		       NULL, NULL) || st) {
 		parts_kill(dir, parts, n);
 		goto out;
 	}
@@ -1391,7 +1395,7 @@ int cmd_restart(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		roots[i] = parts[i].root;
 out:
-	rjob_free(&all);
+	job_chans_free(&all);
 	parts_free(parts, n);
 	free(map);
 	/*

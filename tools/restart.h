@@ -26,7 +26,7 @@
 #define SHELL_JOB_FILE	"criu-shell-job"	/* the root led no session: criu --shell-job */
 
 /* The processes of a job, each with its restart channel. */
-struct rjob {
+struct job_chans {
 	struct rchan *p;
 	unsigned int n;
 };
@@ -35,31 +35,31 @@ struct rjob {
 struct rpart {
 	char dir[4200];
 	unsigned int part;
-	struct rjob j;
+	struct job_chans j;
 	int lock;		/* held while the restart runs */
 	pid_t root;		/* criu's restored root */
 	bool restored;
 };
 
 /* ckptdir.c */
-void rjob_close(struct rjob *j);
-void rjob_free(struct rjob *j);
-int rjob_add(struct rjob *j, unsigned int pid, int cmd_fd, int reply_fd);
+void job_chans_close(struct job_chans *j);
+void job_chans_free(struct job_chans *j);
+int job_chans_add(struct job_chans *j, unsigned int pid, int cmd_fd, int reply_fd);
 int dir_trusted(const char *dir);
 int dir_make(const char *dir);
 int write_file(const char *dir, const char *name, const void *buf, size_t len);
-int job_save(const char *dir, const struct rjob *j, const struct cli_snaps *l);
-int job_load(const char *dir, struct rjob *j);
+int job_save(const char *dir, const struct job_chans *j, const struct cli_snaps *l);
+int job_load(const char *dir, struct job_chans *j);
 int snap_load(const char *dir, unsigned int pid, struct cli_snap *s);
 void ckpt_timing(const char *phase);
 
 /* criu.c */
-int wait_unregistered(const struct rjob *j);
+int wait_unregistered(const struct job_chans *j);
 int criu_dump(const char *dir, unsigned int root, uint64_t session);
 int criu_restore(const char *dir, pid_t *root);
 
 /* killtree.c */
-int kill_restored(pid_t root, const struct rjob *j);
+int kill_restored(pid_t root, const struct job_chans *j);
 int tree_save(const char *dir, pid_t root);
 int tree_taken(const char *dir);
 bool pid_taken(pid_t pid);
@@ -68,25 +68,25 @@ bool pid_taken(pid_t pid);
 #define NODES_FILE	"ibckpt-nodes"	/* DIR of a job on several nodes: how many */
 #define NODES_MAGIC	"ibckpt-nodes 1"
 #define PART_PREFIX	"part."		/* DIR/part.P: node P's part, a checkpoint of its own */
-enum { XNODE_OPT_NODE = 0x2000, XNODE_OPT_RUN, XNODE_OPT_TIMEOUT, XNODE_OPT_PART };
-#define XNODE_OPTIONS \
-	{ "node", required_argument, NULL, XNODE_OPT_NODE }, \
-	{ "run", required_argument, NULL, XNODE_OPT_RUN }, \
-	{ "node-timeout", required_argument, NULL, XNODE_OPT_TIMEOUT }
-#define XNODE_USAGE	"--node RANK/N --run ID [--node-timeout MS]"
-int xnode_opt(int c, const char *arg, struct coord_opts *o);
-int xnode_finish(struct coord_opts *o);
-int xvote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
-	  size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
+enum { NODES_OPT_NODE = 0x2000, NODES_OPT_RUN, NODES_OPT_TIMEOUT, NODES_OPT_PART };
+#define NODES_OPTIONS \
+	{ "node", required_argument, NULL, NODES_OPT_NODE }, \
+	{ "run", required_argument, NULL, NODES_OPT_RUN }, \
+	{ "node-timeout", required_argument, NULL, NODES_OPT_TIMEOUT }
+#define NODES_USAGE	"--node RANK/N --run ID [--node-timeout MS]"
+int nodes_opt(int c, const char *arg, struct coord_opts *o);
+int nodes_finish(struct coord_opts *o);
+int nodes_vote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
+	       size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
 	  struct coord_verdict *out);
-int xvote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all);
-int xvote_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n);
+int nodes_vote_peers(struct coord *co, const struct cli_snaps *l, struct coord_verdict *all);
+int nodes_verdict_snaps(const struct coord_verdict *all, const void ***snaps, unsigned int *n);
 void part_dir(char *buf, size_t len, const char *dir, unsigned int part);
 int nodes_save(const char *dir, unsigned int n);
 int nodes_load(const char *dir, unsigned int *n);
-int xnode_action(const struct coord *co, const char *phase);
-void xnode_action_clear(void);
-int xnode_post_dump(void);
+int nodes_post_dump_env(const struct coord *co, const char *phase);
+void nodes_post_dump_env_clear(void);
+int nodes_post_dump(void);
 
 /* restart.c */
 int session_thaw(uint64_t id);
