@@ -5,6 +5,7 @@
 #ifndef IBCKPT_TOOLS_CLI_H
 #define IBCKPT_TOOLS_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <linux/ibckpt.h>
@@ -84,7 +85,7 @@ void cli_job_json(FILE *f, const struct cli_job *j);
  * and passed as a file descriptor, closed by cli_job_close(). Returns 0, or
  * 1 after printing why not (no such directory).
  */
-int cli_job_put(struct nl_msg *m, struct cli_job *j);
+int cli_job_put(struct nl_msg *m, const struct cli_job *j);
 void cli_job_close(void);
 
 int cmd_status(int argc, char **argv);
@@ -185,5 +186,20 @@ static inline int cli_thread_never_parked(const struct cli_thread *t)
 	       (t->state == IBCKPT_THREAD_RUNNING && !t->ip);
 }
 const char *cli_thread_state_name(unsigned int st);
+
+/* freeze.c: freezing a job and thawing it, for the commands and the checkpoint */
+struct freeze_opts {
+	unsigned long timeout_ms;	/* the module's: every thread parked within */
+	unsigned long persist_s;	/* the module thaws after; 0: when the socket closes */
+};
+
+int freeze_timeout(const char *arg, unsigned long *ms);
+int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
+	       struct cli_session *s);
+/* What `ibckpt freeze` prints: session @s of the job @desc names, frozen. */
+void freeze_print(const struct cli_session *s, const char *desc, bool persist, bool as_json);
+int thaw_session(uint64_t id, double *secs);
+void thaw_print(const struct cli_job *job, double secs, bool as_json);
+int thaw_session_left(uint64_t id, bool as_json);
 
 #endif

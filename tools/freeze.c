@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ibckpt freeze / ibckpt thaw.
+ * Freezing a job and thawing it: the operations (freeze_job(),
+ * thaw_session()), which the checkpoint calls too, and the commands
+ * `ibckpt freeze` and `ibckpt thaw`, which parse their options and call them.
  *
  * A freeze belongs to the netlink socket that asked for it: if this command
  * dies, the module thaws the group. So by default `ibckpt freeze` stays,
@@ -61,7 +63,8 @@ static void poll_pause(double *sleep_s)
 }
 
 /* THAW; *@id: the session the module ended, 0 if its reply named none. */
-static int send_thaw(struct ibnl *n, struct cli_job *j, uint64_t *id, char *ext, size_t extlen)
+static int send_thaw(struct ibnl *n, const struct cli_job *j, uint64_t *id, char *ext,
+		     size_t extlen)
 {
 	struct nl_msg *m = ibnl_msg(n, IBCKPT_CMD_THAW, 0);
 	int rc = cli_job_put(m, j);
@@ -118,7 +121,8 @@ static int get_session(struct ibnl *n, uint64_t id, struct cli_session *out)
  * (its reason in @ext); or 1 when the cgroup could not be opened, or the
  * wait failed, after saying so (as "ibckpt: @what: ...").
  */
-static int thaw(struct ibnl *n, struct cli_job *j, char *ext, size_t extlen, const char *what)
+static int thaw(struct ibnl *n, const struct cli_job *j, char *ext, size_t extlen,
+		const char *what)
 {
 	struct cli_session s;
 	double t0 = now(), sleep_s = 0.001;
@@ -163,9 +167,9 @@ static void report_stragglers(struct ibnl *n, uint64_t id)
 	free(t.v);
 }
 
-static void print_frozen(const struct cli_session *s, const char *desc, int persist)
+void freeze_print(const struct cli_session *s, const char *desc, bool persist, bool as_json)
 {
-	if (json) {
+	if (as_json) {
 		putchar('{');
 		cli_job_json(stdout, &s->job);
 		printf(",\"session\":%llu,\"state\":\"frozen\",\"procs\":%u,\"threads\":%u,"
@@ -206,6 +210,230 @@ static int freeze_refused(struct ibnl *n, int err, const char *what, const char 
 	return cli_fail(err, what, ext);
 }
 
+/* ---- the operations ---- */
+
+/* --timeout MS: the module's, for every thread to park. Return: 0, or -1 (said). */
+int freeze_timeout(const char *arg, unsigned long *ms)
+{
+	char *end;
+
+	*ms = strtoul(arg, &end, 10);
+	if (*end || !*ms || *ms > IBCKPT_FREEZE_TIMEOUT_MAX_MS) {
+		fprintf(stderr, "ibckpt: --timeout takes 1 to %u ms\n",
+			IBCKPT_FREEZE_TIMEOUT_MAX_MS);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * freeze_job() - freeze @job and wait until the module says it is frozen
+ * @n: the socket the freeze belongs to: unless @o->persist_s, its close thaws the job
+ * @job: the job
+ * @o: the module's timeout, and how long a persistent freeze may last
+ * @s: the frozen session (s->id); its job is @job, as the user named it (the
+ *     module gives a cgroup's path its own way)
+ *
+ * SIGINT, SIGTERM and SIGHUP interrupt the wait, and the job is thawed. The
+ * handlers stay: they end the holding of the freeze too (cmd_freeze()).
+ * Return: 0 when frozen, or 1 (said as "ibckpt: cannot freeze JOB: ..."; the
+ * job runs).
+ */
+int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
+	       struct cli_session *s)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct cli_job by_id = { 0 };
+	char ext[256], what[320], desc[288];
+	double t0, sleep_s = 0.001;
+	struct nl_msg *m;
+	uint64_t id = 0;
+	int err;
+
+	cli_job_describe(job, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot freeze %s", desc);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	t0 = now();
+	m = ibnl_msg(n, IBCKPT_CMD_FREEZE, 0);
+	err = cli_job_put(m, job);
+	if (err > 0) {
+		nlmsg_free(m);
+		return 1;
+	}
+	if (m && (err || nla_put_u32(m, IBCKPT_A_TIMEOUT_MS, (uint32_t)o->timeout_ms) ||
+		  (o->persist_s && (nla_put_u32(m, IBCKPT_A_FLAGS, IBCKPT_FREEZE_F_PERSIST) ||
+				    nla_put_u32(m, IBCKPT_A_WATCHDOG_MS,
+						(uint32_t)(o->persist_s * 1000)))))) {
+		nlmsg_free(m);
+		m = NULL;
+	}
+	err = ibnl_call(n, m, on_freeze_reply, &id, ext, sizeof(ext));
+	if (err)
+		return freeze_refused(n, err, what, ext);
+	/* from here on the session is named by its id: the job may die or move */
+	by_id.session = id;
+
+	/* wait for the module's verdict; it gives up by itself at the timeout */
+	for (;;) {
+		err = get_session(n, id, s);
+		if (err || s->state != IBCKPT_STATE_FREEZING || interrupted)
+			break;
+		if (now() - t0 > (double)o->timeout_ms / 1e3 + 5) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		poll_pause(&sleep_s);
+	}
+	if (!err && s->state == IBCKPT_STATE_FROZEN) {
+		s->job = *job;
+		return 0;
+	}
+	if (!err && s->state == IBCKPT_STATE_ABORTED && s->quiesce_err) {
+		fprintf(stderr, "ibckpt: %s: the provider of process %u could not quiesce "
+			"(%s%s%s); the job was left running\n", what, s->quiesce_pid,
+			strerror((int)s->quiesce_err), *s->quiesce_msg ? ": " : "",
+			s->quiesce_msg);
+	} else if (!err && s->state == IBCKPT_STATE_ABORTED && s->quiesced < s->providers) {
+		fprintf(stderr, "ibckpt: %s: %u of %u providers did not quiesce within %lu ms; "
+			"the job was left running\n", what, s->providers - s->quiesced,
+			s->providers, o->timeout_ms);
+	} else if (!err && s->state == IBCKPT_STATE_ABORTED) {
+		fprintf(stderr, "ibckpt: %s: not every thread parked within %lu ms; "
+			"the job was left running\n", what, o->timeout_ms);
+		report_stragglers(n, id);
+	} else if (!err && s->state == IBCKPT_STATE_FREEZING) {	/* interrupted */
+		err = thaw(n, &by_id, ext, sizeof(ext), what);
+		if (!err || err == -ENOENT)
+			fprintf(stderr, "ibckpt: %s: interrupted; the job was thawed\n", what);
+		else if (err < 0 && *ext)	/* > 0: the wait failed, said */
+			fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s (%s)\n",
+				what, ext, strerror(-err));
+		else if (err < 0)
+			fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s\n",
+				what, strerror(-err));
+		return 1;
+	} else if (err == -ETIMEDOUT) {
+		fprintf(stderr, "ibckpt: %s: the module gave no verdict within %lu ms; "
+			"thawing the job\n", what, o->timeout_ms + 5000);
+	} else if (err == -ENOENT) {
+		/* nothing of ours to thaw: a new freeze of the job may be someone else's */
+		fprintf(stderr, "ibckpt: %s: the freeze ended before the job was "
+			"frozen (thawed by someone else?)\n", what);
+		return 1;
+	} else if (err) {
+		cli_fail(err, what, "lost track of the freeze");
+	} else {
+		fprintf(stderr, "ibckpt: %s: unexpected session state %s\n", what,
+			cli_state_name(s->state));
+	}
+	thaw(n, &by_id, ext, sizeof(ext), what);
+	return 1;
+}
+
+/*
+ * Thaw @job through @n; a failure is said as "ibckpt: @what: ...". *@secs:
+ * how long the thaw took. Return: 0, or 1.
+ */
+static int thaw_timed(struct ibnl *n, const struct cli_job *job, const char *what,
+		      double *secs)
+{
+	char ext[256] = "";
+	double t0 = now();
+	int err = thaw(n, job, ext, sizeof(ext), what);
+
+	*secs = now() - t0;
+	if (err < 0)
+		cli_fail(err, what, ext);
+	return err ? 1 : 0;
+}
+
+/**
+ * thaw_session() - thaw the freeze session @id
+ * @id: the session
+ * @secs: how long the thaw took, until every thread left its park
+ *
+ * Return: 0, or 1 (said as "ibckpt: cannot thaw freeze session ID: ...").
+ */
+int thaw_session(uint64_t id, double *secs)
+{
+	struct cli_job by_id = { .session = id };
+	char what[320], desc[288];
+	struct ibnl n;
+	int rc;
+
+	if (ibnl_open(&n, 0))
+		return 1;
+	cli_job_describe(&by_id, desc, sizeof(desc));
+	snprintf(what, sizeof(what), "cannot thaw %s", desc);
+	rc = thaw_timed(&n, &by_id, what, secs);
+	ibnl_close(&n);
+	return rc;
+}
+
+/* What `ibckpt thaw` prints: @job (or its --id) thawed, and in how long. */
+void thaw_print(const struct cli_job *job, double secs, bool as_json)
+{
+	char desc[288];
+
+	if (as_json) {
+		putchar('{');
+		if (job->type)
+			cli_job_json(stdout, job);
+		else
+			printf("\"session\":%llu", (unsigned long long)job->session);
+		printf(",\"state\":\"thawed\",\"thaw_us\":%.1f}\n", secs * 1e6);
+	} else {
+		printf("%s thawed\n", cli_job_describe(job, desc, sizeof(desc)));
+	}
+}
+
+/**
+ * thaw_session_left() - thaw the freeze session @id if it is still frozen
+ * @id: the session
+ * @as_json: print the thaw in JSON
+ *
+ * A checkpoint keeps its released job frozen for criu's pre-dump action
+ * (criu_dump()): the action thaws it, unless the freeze's --persist ended
+ * it first; a checkpoint that fails before the action thaws it itself.
+ * A thaw is printed as thaw_print() does.
+ * Return: 0 (thawed, or not frozen any more), or 1 (said).
+ */
+int thaw_session_left(uint64_t id, bool as_json)
+{
+	struct cli_job all = { 0 }, by_id = { .session = id };
+	struct cli_sessions l = { 0 };
+	bool frozen = false;
+	char ext[256] = "";
+	struct ibnl n;
+	unsigned int i;
+	double secs;
+	int err;
+
+	if (ibnl_open(&n, 0))
+		return 1;
+	err = cli_get_sessions(&n, &all, &l, ext, sizeof(ext));
+	ibnl_close(&n);
+	for (i = 0; !err && i < l.n; i++)
+		frozen |= l.v[i].id == id && l.v[i].state == IBCKPT_STATE_FROZEN;
+	free(l.v);
+	if (err) {
+		fprintf(stderr, "ibckpt: cannot list the freeze sessions%s%s\n", ext[0] ? ": " : "",
+			ext);
+		return 1;
+	}
+	if (!frozen)
+		return 0;
+	if (thaw_session(id, &secs))
+		return 1;
+	thaw_print(&by_id, secs, as_json);
+	return 0;
+}
+
+/* ---- the commands ---- */
+
 static void freeze_usage(void)
 {
 	fprintf(stderr, "usage: ibckpt freeze [--timeout MS] [--persist SECS] [-D DIR "
@@ -222,20 +450,15 @@ int cmd_freeze(int argc, char **argv)
 		CLI_JOB_OPTIONS,
 		{ 0 }
 	};
+	struct freeze_opts fo = { .timeout_ms = 10000 };
 	struct coord_opts nopts = { 0 };
 	struct coord cs, *co = NULL;
 	const char *dir = NULL;
-	int voted = 0;
-	struct sigaction sa = { .sa_handler = on_signal };
-	unsigned long timeout_ms = 10000, persist_s = 0;
 	struct cli_session s = { 0 };
 	struct cli_job job = { 0 }, by_id = { 0 };
 	char ext[256], what[320], desc[288], *end;
 	struct ibnl n;
-	struct nl_msg *m;
-	uint64_t id = 0;
-	double t0, sleep_s = 0.001;
-	int c, err, rc = 1, nopart;
+	int c, err, rc, nopart;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -246,16 +469,12 @@ int cmd_freeze(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 't':
-			timeout_ms = strtoul(optarg, &end, 10);
-			if (*end || !timeout_ms || timeout_ms > IBCKPT_FREEZE_TIMEOUT_MAX_MS) {
-				fprintf(stderr, "ibckpt: --timeout takes 1 to %u ms\n",
-					IBCKPT_FREEZE_TIMEOUT_MAX_MS);
+			if (freeze_timeout(optarg, &fo.timeout_ms))
 				return 2;
-			}
 			break;
 		case 'p':
-			persist_s = strtoul(optarg, &end, 10);
-			if (*end || !persist_s || persist_s > IBCKPT_WATCHDOG_MAX_MS / 1000) {
+			fo.persist_s = strtoul(optarg, &end, 10);
+			if (*end || !fo.persist_s || fo.persist_s > IBCKPT_WATCHDOG_MAX_MS / 1000) {
 				fprintf(stderr, "ibckpt: --persist takes 1 to %u seconds\n",
 					IBCKPT_WATCHDOG_MAX_MS / 1000);
 				return 2;
@@ -307,87 +526,14 @@ int cmd_freeze(int argc, char **argv)
 			   NULL);
 		return 1;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	t0 = now();
-	m = ibnl_msg(&n, IBCKPT_CMD_FREEZE, 0);
-	err = cli_job_put(m, &job);
-	if (err > 0) {
-		nlmsg_free(m);
+	if (freeze_job(&n, &job, &fo, &s)) {
+		nodes_vote(co, "frozen", 1, "its part did not freeze", NULL, 0, 0, NULL, NULL,
+			   NULL);
+		rc = 1;
 		goto out;
 	}
-	if (m && (err || nla_put_u32(m, IBCKPT_A_TIMEOUT_MS, (uint32_t)timeout_ms) ||
-		  (persist_s && (nla_put_u32(m, IBCKPT_A_FLAGS, IBCKPT_FREEZE_F_PERSIST) ||
-				 nla_put_u32(m, IBCKPT_A_WATCHDOG_MS,
-					     (uint32_t)(persist_s * 1000)))))) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	err = ibnl_call(&n, m, on_freeze_reply, &id, ext, sizeof(ext));
-	if (err) {
-		rc = freeze_refused(&n, err, what, ext);
-		goto out;
-	}
-	/* from here on the session is named by its id: the job may die or move */
-	by_id.session = id;
-
-	/* wait for the module's verdict; it gives up by itself at the timeout */
-	for (;;) {
-		err = get_session(&n, id, &s);
-		if (err || s.state != IBCKPT_STATE_FREEZING || interrupted)
-			break;
-		if (now() - t0 > (double)timeout_ms / 1e3 + 5) {
-			err = -ETIMEDOUT;
-			break;
-		}
-		poll_pause(&sleep_s);
-	}
-	if (err || s.state != IBCKPT_STATE_FROZEN) {
-		if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesce_err) {
-			fprintf(stderr, "ibckpt: %s: the provider of process %u could not quiesce "
-				"(%s%s%s); the job was left running\n", what, s.quiesce_pid,
-				strerror((int)s.quiesce_err), *s.quiesce_msg ? ": " : "",
-				s.quiesce_msg);
-		} else if (!err && s.state == IBCKPT_STATE_ABORTED && s.quiesced < s.providers) {
-			fprintf(stderr, "ibckpt: %s: %u of %u providers did not quiesce within %lu ms; "
-				"the job was left running\n", what, s.providers - s.quiesced,
-				s.providers, timeout_ms);
-		} else if (!err && s.state == IBCKPT_STATE_ABORTED) {
-			fprintf(stderr, "ibckpt: %s: not every thread parked within %lu ms; "
-				"the job was left running\n", what, timeout_ms);
-			report_stragglers(&n, id);
-		} else if (!err && s.state == IBCKPT_STATE_FREEZING) {	/* interrupted */
-			err = thaw(&n, &by_id, ext, sizeof(ext), what);
-			if (!err || err == -ENOENT)
-				fprintf(stderr, "ibckpt: %s: interrupted; the job was thawed\n",
-					what);
-			else if (err < 0 && *ext)	/* > 0: the wait failed, said */
-				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s (%s)\n",
-					what, ext, strerror(-err));
-			else if (err < 0)
-				fprintf(stderr, "ibckpt: %s: interrupted; cannot thaw it: %s\n",
-					what, strerror(-err));
-			goto out;
-		} else if (err == -ETIMEDOUT) {
-			fprintf(stderr, "ibckpt: %s: the module gave no verdict within %lu ms; "
-				"thawing the job\n", what, timeout_ms + 5000);
-		} else if (err == -ENOENT) {
-			/* nothing of ours to thaw: a new freeze of the job may be someone else's */
-			fprintf(stderr, "ibckpt: %s: the freeze ended before the job was "
-				"frozen (thawed by someone else?)\n", what);
-			goto out;
-		} else if (err) {
-			cli_fail(err, what, "lost track of the freeze");
-		} else {
-			fprintf(stderr, "ibckpt: %s: unexpected session state %s\n", what,
-				cli_state_name(s.state));
-		}
-		thaw(&n, &by_id, ext, sizeof(ext), what);
-		goto out;
-	}
-	voted = 1;
+	rc = 1;
+	by_id.session = s.id;
 	if (nodes_vote(co, "frozen", 0, NULL, NULL, 0, 0, NULL, NULL, NULL)) {
 		err = thaw(&n, &by_id, ext, sizeof(ext), what);
 		fprintf(stderr, "ibckpt: %s: the job did not freeze on every node; %s\n", what,
@@ -395,9 +541,8 @@ int cmd_freeze(int argc, char **argv)
 			"this node's part was thawed");
 		goto out;
 	}
-	s.job = job;	/* as the user named it (the module gives a cgroup's path its own way) */
-	print_frozen(&s, desc, persist_s != 0);
-	if (persist_s) {
+	freeze_print(&s, desc, fo.persist_s != 0, json);
+	if (fo.persist_s) {
 		rc = 0;
 		goto out;
 	}
@@ -405,10 +550,10 @@ int cmd_freeze(int argc, char **argv)
 	/* hold the freeze: it ends with this socket */
 	if (!json)
 		printf("holding the freeze: interrupt this command or run 'ibckpt thaw --id %llu'\n",
-		       (unsigned long long)id);
+		       (unsigned long long)by_id.session);
 	fflush(stdout);
 	while (!interrupted) {
-		err = get_session(&n, id, &s);
+		err = get_session(&n, by_id.session, &s);
 		if (err == -ENOENT) {	/* thawed by someone else */
 			rc = 0;
 			goto out;
@@ -432,9 +577,6 @@ int cmd_freeze(int argc, char **argv)
 	if (!rc && !json)
 		printf("%s thawed\n", desc);
 out:
-	if (!voted)
-		nodes_vote(co, "frozen", 1, "its part did not freeze", NULL, 0, 0, NULL, NULL,
-			   NULL);
 	ibnl_close(&n);
 	cli_job_close();
 	return rc;
@@ -452,9 +594,9 @@ int cmd_thaw(int argc, char **argv)
 	struct coord cs, *co = NULL;
 	const char *dir = NULL;
 	struct cli_job job = { 0 };
-	char ext[256] = "", what[320], desc[288];
+	char what[320], desc[288];
 	struct ibnl n;
-	double t0;
+	double secs;
 	int c, err, nopart;
 
 	if (cli_job_negative(argc, argv))
@@ -495,27 +637,14 @@ int cmd_thaw(int argc, char **argv)
 	}
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot thaw %s", desc);
-	t0 = now();
-	err = thaw(&n, &job, ext, sizeof(ext), what);
-	t0 = now() - t0;
+	err = thaw_timed(&n, &job, what, &secs);
 	ibnl_close(&n);
 	cli_job_close();
-	if (err < 0)
-		cli_fail(err, what, ext);
 	/* each node thaws its own part at once; the barrier only reports the others */
-	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
+	if (nodes_vote(co, "thawed", err, "its part did not thaw", NULL, 0, 0, NULL, NULL,
 		       NULL) || err)
 		return 1;
-	if (json) {
-		putchar('{');
-		if (job.type)
-			cli_job_json(stdout, &job);
-		else
-			printf("\"session\":%llu", (unsigned long long)job.session);
-		printf(",\"state\":\"thawed\",\"thaw_us\":%.1f}\n", t0 * 1e6);
-	} else {
-		printf("%s thawed\n", desc);
-	}
+	thaw_print(&job, secs, json);
 	return 0;
 usage:
 	fprintf(stderr, "usage: ibckpt thaw [-D DIR " NODES_USAGE "] " CLI_JOB_USAGE

@@ -338,7 +338,7 @@ static int peers_of(struct cli_snaps *l, const char *what, struct coord *co,
  * atomic fence outstanding after PREPARE_AGAIN more asks (prepare.c).
  */
 static int release_job(struct cli_job *job, const char *dir, const char *what,
-		       struct coord *co)
+		       struct coord *co, unsigned int *released)
 {
 	struct rpeers peers = { 0 };
 	struct prep_arg pa;
@@ -399,15 +399,21 @@ static int release_job(struct cli_job *job, const char *dir, const char *what,
 		job_chans_free(&j);
 		return 1;
 	}
-	if (json) {
-		printf("{\"released\":%u,\"dir\":", j.n);
+	*released = j.n;
+	job_chans_free(&j);
+	return 0;
+}
+
+/* What `ibckpt release` prints: @n processes released into @dir. */
+static void release_print(unsigned int n, const char *dir, bool as_json)
+{
+	if (as_json) {
+		printf("{\"released\":%u,\"dir\":", n);
 		json_str(stdout, dir);
 		printf("}\n");
 	} else {
-		printf("%u process%s released (%s)\n", j.n, j.n == 1 ? "" : "es", dir);
+		printf("%u process%s released (%s)\n", n, n == 1 ? "" : "es", dir);
 	}
-	job_chans_free(&j);
-	return 0;
 }
 
 /* "rxe0=rxe1,rxe1=rxe0" */
@@ -447,9 +453,8 @@ static int parse_map(const char *s, struct ibckpt_rdev_map **map, uint32_t *n)
  * it kills it). @co: a job on several nodes, the others reacquire too.
  */
 static int reacquire_job(struct job_chans *j, const char *dir, const struct ibckpt_rdev_map *map,
-			 uint32_t nmap, bool hint, struct coord *co)
+			 uint32_t nmap, bool hint, struct coord *co, uint32_t *nids)
 {
-	uint32_t nids = 0;
 	int rc = 1, st;
 
 	ckpt_timing(NULL);
@@ -458,34 +463,43 @@ static int reacquire_job(struct job_chans *j, const char *dir, const struct ibck
 	if (nodes_vote(co, "open", st ? 1 : 0, "cannot reach its processes' providers", NULL, 0, 0,
 		       NULL, NULL, NULL) || st)
 		return 1;
-	if (job_chans_reacquire(j, map, nmap, &nids, co)) {
+	*nids = 0;
+	if (job_chans_reacquire(j, map, nmap, nids, co)) {
 		if (job_chans_undone && hint)
 			fprintf(stderr, "ibckpt: the job is released as it was before this "
 				"reacquire: ibckpt reacquire -D %s [--map ...] tries again\n", dir);
 		goto out;
 	}
 	ckpt_timing("reacquire");
-	if (json) {
-		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", j->n, nids);
-		json_str(stdout, dir);
-		printf("}\n");
-	} else {
-		printf("%u process%s reacquired, %u identities exchanged\n", j->n,
-		       j->n == 1 ? "" : "es", nids);
-	}
 	rc = 0;
 out:
 	return rc;
+}
+
+/* What `ibckpt reacquire` prints: @n processes of @dir reacquired, @nids identities. */
+static void reacquire_print(unsigned int n, uint32_t nids, const char *dir, bool as_json)
+{
+	if (as_json) {
+		printf("{\"reacquired\":%u,\"identities\":%u,\"dir\":", n, nids);
+		json_str(stdout, dir);
+		printf("}\n");
+	} else {
+		printf("%u process%s reacquired, %u identities exchanged\n", n,
+		       n == 1 ? "" : "es", nids);
+	}
 }
 
 static int reacquire_dir(const char *dir, const struct ibckpt_rdev_map *map, uint32_t nmap,
 			 bool hint)
 {
 	struct job_chans j = { 0 };
+	uint32_t nids;
 	int rc = 1;
 
 	if (!job_load(dir, &j))
-		rc = reacquire_job(&j, dir, map, nmap, hint, NULL);
+		rc = reacquire_job(&j, dir, map, nmap, hint, NULL, &nids);
+	if (!rc)
+		reacquire_print(j.n, nids, dir, json);
 	job_chans_free(&j);
 	return rc;
 }
@@ -500,7 +514,8 @@ int cmd_release(int argc, char **argv)
 	struct cli_job job = { 0 };
 	char what[320], desc[288];
 	const char *dir = NULL;
-	int c, err;
+	unsigned int released;
+	int c, err, rc;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -520,7 +535,10 @@ int cmd_release(int argc, char **argv)
 		return 1;
 	cli_job_describe(&job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot release %s", desc);
-	return release_job(&job, dir, what, NULL);
+	rc = release_job(&job, dir, what, NULL, &released);
+	if (!rc)
+		release_print(released, dir, json);
+	return rc;
 usage:
 	fprintf(stderr, "usage: ibckpt release -D DIR " CLI_JOB_USAGE " | --id SESSION\n");
 	return 2;
@@ -692,7 +710,7 @@ int cmd_reacquire(int argc, char **argv)
 	unsigned int n = 0, total, i;
 	const char *dir = NULL;
 	struct coord cs, *co;
-	uint32_t nmap = 0;
+	uint32_t nmap = 0, nids;
 	int rc = 1, st = 0;
 
 	if (dir_map_args(argc, argv, "reacquire", &dir, &map, &nmap, &nopts, NULL))
@@ -712,7 +730,9 @@ int cmd_reacquire(int argc, char **argv)
 	if (nodes_vote(co, "loaded", st ? 1 : 0, "cannot read its part of the checkpoint", NULL, 0,
 		       0, NULL, NULL, NULL) || st)
 		goto out;
-	rc = reacquire_job(&all, dir, map, nmap, true, co);
+	rc = reacquire_job(&all, dir, map, nmap, true, co, &nids);
+	if (!rc)
+		reacquire_print(all.n, nids, dir, json);
 out:
 	job_chans_free(&all);
 	parts_free(parts, n);
@@ -720,137 +740,77 @@ out:
 	return rc;
 }
 
-/* The job's selector as command-line arguments, for the freeze and thaw commands. */
-static int job_args(const struct cli_job *job, char *idbuf, size_t len, char **argv)
+/* Thaw the freeze session @id and print it as `ibckpt thaw --id` does (in JSON if @as_json). */
+static int session_thaw(uint64_t id, bool as_json)
 {
-	snprintf(idbuf, len, "%u", job->id);
-	switch (job->type) {
-	case IBCKPT_JOB_PGRP:
-		argv[0] = idbuf;
+	struct cli_job by_id = { .session = id };
+	double secs;
+
+	if (thaw_session(id, &secs))
 		return 1;
-	case IBCKPT_JOB_SESSION:
-		argv[0] = "--session";
-		break;
-	case IBCKPT_JOB_TREE:
-		argv[0] = "--tree";
-		break;
-	case IBCKPT_JOB_CGROUP:
-		argv[0] = "--cgroup";
-		argv[1] = (char *)job->cgroup;
-		return 2;
-	default:
-		return 0;
-	}
-	argv[1] = idbuf;
-	return 2;
-}
-
-/** session_thaw() - thaw the freeze session @id (cmd_thaw() says a failure); 0 or non-zero */
-int session_thaw(uint64_t id)
-{
-	char idbuf[32], *argv[] = { "thaw", "--id", idbuf, NULL };
-
-	snprintf(idbuf, sizeof(idbuf), "%llu", (unsigned long long)id);
-	return cmd_thaw(3, argv);
-}
-
-/**
- * session_thaw_left() - thaw the freeze session @id if it is still frozen
- *
- * A checkpoint keeps its released job frozen for criu's pre-dump action
- * (criu_dump()): the action thaws it, unless the freeze's --persist ended
- * it first; a checkpoint that fails before the action thaws it itself.
- * Return: 0 (thawed, or not frozen any more), or non-zero (said).
- */
-int session_thaw_left(uint64_t id)
-{
-	struct cli_job all = { 0 };
-	struct cli_sessions l = { 0 };
-	bool frozen = false;
-	char ext[256] = "";
-	struct ibnl n;
-	unsigned int i;
-	int err;
-
-	if (ibnl_open(&n, 0))
-		return 1;
-	err = cli_get_sessions(&n, &all, &l, ext, sizeof(ext));
-	ibnl_close(&n);
-	for (i = 0; !err && i < l.n; i++)
-		frozen |= l.v[i].id == id && l.v[i].state == IBCKPT_STATE_FROZEN;
-	free(l.v);
-	if (err) {
-		fprintf(stderr, "ibckpt: cannot list the freeze sessions%s%s\n", ext[0] ? ": " : "",
-			ext);
-		return 1;
-	}
-	return frozen ? session_thaw(id) : 0;
+	thaw_print(&by_id, secs, as_json);
+	return 0;
 }
 
 /*
- * Freeze @job (detached from this command: the steps after are separate
- * calls), release it, thaw it: released or not, its threads run again, a
- * released job's gates stay closed. @keep: a released job stays frozen, for
- * criu's pre-dump action to thaw (criu_dump()); one not released is thawed.
+ * Freeze @job (persistent: the steps after are separate calls), release it,
+ * thaw it: released or not, its threads run again, a released job's gates
+ * stay closed. @keep: a released job stays frozen, for criu's pre-dump
+ * action to thaw (criu_dump()); one not released is thawed. The freeze, the
+ * release and the thaw print their lines as text; the checkpoint prints its
+ * own report after them (in JSON with -j).
  * Return: release_job()'s, or 1.
  */
 static int freeze_release(struct cli_job *job, const char *dir, const char *what,
 			  const char *timeout, uint64_t *session, struct coord *co, bool keep)
 {
+	/* the job as a freeze names it: a Slurm step is its cgroup on this node */
+	struct cli_job fj = { .type = job->type, .id = job->id, .cgroup = job->cgroup };
+	struct freeze_opts fo = { .persist_s = 600 };
 	struct cli_job by_id = { 0 };
-	struct cli_sessions l = { 0 };
-	char idbuf[32], ext[256], *fargv[10];
-	int fargc, err, rc, saved_json = json;
+	struct cli_session s;
+	unsigned int released;
+	char desc[288];
 	struct ibnl n;
+	int err, rc;
 
-	fargv[0] = "freeze";
-	fargv[1] = "--persist";
-	fargv[2] = "600";
-	fargv[3] = "--timeout";
-	fargv[4] = (char *)timeout;
-	fargc = 5 + job_args(job, idbuf, sizeof(idbuf), fargv + 5);
-	fargv[fargc] = NULL;
-	json = 0;	/* one report, the caller's */
 	ckpt_timing(NULL);
-	rc = cmd_freeze(fargc, fargv);
-	ckpt_timing("freeze");
-	json = saved_json;
-	if (!rc && ibnl_open(&n, 0))
+	rc = freeze_timeout(timeout, &fo.timeout_ms) ? 1 : 0;
+	if (!rc && ibnl_open(&n, 0)) {
 		rc = 1;
-	else if (!rc) {
-		err = cli_get_sessions(&n, job, &l, ext, sizeof(ext));
+	} else if (!rc) {
+		rc = freeze_job(&n, &fj, &fo, &s);
+		if (!rc)
+			freeze_print(&s, cli_job_describe(&fj, desc, sizeof(desc)), true, false);
 		ibnl_close(&n);
 		cli_job_close();
-		if (err || l.n != 1) {
-			fprintf(stderr, "ibckpt: %s: the freeze's session is gone\n", what);
-			rc = 1;
-		} else {
-			by_id.session = *session = l.v[0].id;
-		}
-		free(l.v);
 	}
+	ckpt_timing("freeze");
+	if (!rc)
+		by_id.session = *session = s.id;
 	/* a job on several nodes: every node's part quiesced before any is released */
-	if (nodes_vote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL, NULL)) {
+	if (nodes_vote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL,
+		       NULL)) {
 		if (!rc)
-			session_thaw(by_id.session);
+			session_thaw(by_id.session, json);
 		return 1;
 	}
 	if (rc)
 		return 1;
 	ckpt_timing("frozen");
-	json = 0;
-	rc = release_job(&by_id, dir, what, co);
+	rc = release_job(&by_id, dir, what, co, &released);
+	if (!rc)
+		release_print(released, dir, false);
 	ckpt_timing("release");
-	err = keep && !rc ? 0 : session_thaw(by_id.session);
+	err = keep && !rc ? 0 : session_thaw(by_id.session, false);
 	/* every node goes on only if every node's part runs again */
-	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL, NULL,
-		       NULL) || err) {
+	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL,
+		       NULL, NULL) || err) {
 		if (keep && !rc)	/* kept frozen for criu, which will not run */
-			session_thaw(by_id.session);
+			session_thaw(by_id.session, false);
 		rc = 1;
 	}
 	ckpt_timing("thaw");
-	json = saved_json;
 	return rc;
 }
 
@@ -989,11 +949,12 @@ int cmd_checkpoint(int argc, char **argv)
 	char what[320], desc[288], pdir[4200];
 	const char *dir = NULL, *timeout = "10000", *part;
 	struct cli_job job = { 0 }, by_id = { 0 };
-	int c, err, leave = 0, saved_json = json, rc, attempt, nopart;
+	int c, err, leave = 0, rc, attempt, nopart;
 	struct coord_opts nopts = { 0 };
 	struct coord cs, *co = NULL;
 	unsigned int root = 0;
 	struct job_chans j = { 0 };
+	uint32_t nids;
 
 	if (cli_job_negative(argc, argv))
 		return 2;
@@ -1094,7 +1055,7 @@ int cmd_checkpoint(int argc, char **argv)
 			rc = criu_dump(part, root, by_id.session);
 		}
 		/* criu failed before its action: the job is still frozen */
-		if (rc && session_thaw_left(by_id.session))
+		if (rc && thaw_session_left(by_id.session, json))
 			fprintf(stderr, "ibckpt: %s: the job is left frozen "
 				"(ibckpt thaw --id %llu)\n", what, (unsigned long long)by_id.session);
 		if (!rc)
@@ -1117,16 +1078,16 @@ int cmd_checkpoint(int argc, char **argv)
 		}
 		fprintf(stderr, "ibckpt: %s: the job is reacquired and runs on\n", what);
 	}
-	json = 0;
 	if (job_load(part, &j)) {
 		nodes_vote(co, "open", 1, "cannot read its part of the checkpoint", NULL, 0, 0,
 			   NULL, NULL, NULL);
 		rc = 1;
 	} else {
-		rc = reacquire_job(&j, part, NULL, 0, true, co);
+		rc = reacquire_job(&j, part, NULL, 0, true, co, &nids);
+		if (!rc)	/* as text, before the checkpoint's own report */
+			reacquire_print(j.n, nids, part, false);
 	}
 	job_chans_free(&j);
-	json = saved_json;
 	if (rc || !leave)
 		return 1;
 	if (json) {
@@ -1321,11 +1282,11 @@ int cmd_restart(int argc, char **argv)
 	const char *dir = NULL;
 	struct coord cs, *co;
 	char path[4200];
-	uint32_t nmap = 0, mine[COORD_MAX_PARTS];
+	uint32_t nmap = 0, nids, mine[COORD_MAX_PARTS];
 	struct restart_opts ro = { 0 };
 	pid_t roots[COORD_MAX_PARTS];
 	unsigned int i, n = 0, total = 0;
-	int rc = 1, saved_json, st;
+	int rc = 1, st;
 
 	st = dir_map_args(argc, argv, "restart", &dir, &map, &nmap, &nopts, &ro);
 	if (st)
@@ -1364,10 +1325,9 @@ int cmd_restart(int argc, char **argv)
 		parts_kill(dir, parts, n);
 		goto out;
 	}
-	saved_json = json;
-	json = 0;
-	rc = reacquire_job(&all, dir, map, nmap, false, co);
-	json = saved_json;
+	rc = reacquire_job(&all, dir, map, nmap, false, co, &nids);
+	if (!rc)	/* as text, before the restart's own report */
+		reacquire_print(all.n, nids, dir, false);
 	if (rc) {
 		/*
 		 * Nothing is left half-running (restored, its verbs waiting

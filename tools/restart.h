@@ -88,10 +88,6 @@ int nodes_post_dump_env(const struct coord *co, const char *phase);
 void nodes_post_dump_env_clear(void);
 int nodes_post_dump(void);
 
-/* restart.c */
-int session_thaw(uint64_t id);
-int session_thaw_left(uint64_t id);
-
 /* prepare.c: PREPARE of every process of a frozen job (restart.rst, "Exactly once") */
 #define PREPARE_AGAIN	3	/* more asks of a process with an atomic fence outstanding */
 typedef int (*prepare_call_fn)(void *arg, unsigned int i, uint32_t flags, char *why,

@@ -14,7 +14,7 @@
 /* The cgroup directory a request names; open until the command is done. */
 static int cgroup_fd = -1;
 
-int cli_job_put(struct nl_msg *m, struct cli_job *j)
+int cli_job_put(struct nl_msg *m, const struct cli_job *j)
 {
 	if (!m)
 		return 0;	/* ibnl_call() reports it */
