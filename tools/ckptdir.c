@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The checkpoint directory (Documentation/restart.rst): the job file, the
- * snapshots, what a directory must be to be trusted, and reading it all
- * back, for the restart commands and for `ibckpt dump -D DIR`.
+ * snapshots, what a directory must be to be trusted, the layout of a job
+ * on several nodes, and reading it all back, for the restart commands and
+ * for `ibckpt dump -D DIR`.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,34 +16,6 @@
 #include <linux/ibckpt_snapshot.h>
 #include "restart.h"
 #include "snapshot.h"
-
-void job_chans_close(struct job_chans *j)
-{
-	unsigned int i;
-
-	for (i = 0; i < j->n; i++)
-		rchan_close(&j->p[i]);
-}
-
-void job_chans_free(struct job_chans *j)
-{
-	job_chans_close(j);
-	free(j->p);
-	j->p = NULL;
-	j->n = 0;
-}
-
-int job_chans_add(struct job_chans *j, unsigned int pid, int cmd_fd, int reply_fd)
-{
-	struct rchan *p = realloc(j->p, (j->n + 1) * sizeof(*p));
-
-	if (!p)
-		return -1;
-	j->p = p;
-	j->p[j->n++] = (struct rchan){ .pid = pid, .cmd_fd = cmd_fd, .reply_fd = reply_fd,
-				       .cmd = -1, .reply = -1 };
-	return 0;
-}
 
 /* ---- the checkpoint directory ---- */
 
@@ -253,31 +226,46 @@ int snap_load(const char *dir, unsigned int pid, struct cli_snap *s)
 	return 0;
 }
 
-int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
-{
-	struct job_chans j = { 0 };
-	char path[4200];
-	unsigned int i;
+/* ---- the checkpoint directory of a job on several nodes ---- */
 
-	memset(l, 0, sizeof(*l));
-	if (job_load(dir, &j))
-		return 1;
-	l->v = calloc(j.n, sizeof(*l->v));
-	if (!l->v) {
-		fprintf(stderr, "ibckpt: out of memory\n");
-		job_chans_free(&j);
-		return 1;
-	}
-	for (i = 0; i < j.n; i++, l->n++) {
-		if (snap_load(dir, j.p[i].pid, &l->v[i])) {
-			job_chans_free(&j);
-			cli_snaps_free(l);
-			memset(l, 0, sizeof(*l));
+void part_dir(char *buf, size_t len, const char *dir, unsigned int part)
+{
+	snprintf(buf, len, "%s/" PART_PREFIX "%u", dir, part);
+}
+
+int nodes_save(const char *dir, unsigned int n)
+{
+	char text[64];
+	int len = snprintf(text, sizeof(text), NODES_MAGIC "\nnodes %u\n", n);
+
+	return write_file(dir, NODES_FILE, text, (size_t)len);
+}
+
+/* Return: 0 and *@n for a job on several nodes, 1 for one on one node, -1 (said). */
+int nodes_load(const char *dir, unsigned int *n)
+{
+	char path[4200], line[64];
+	unsigned int v;
+	int end = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" NODES_FILE, dir);
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
 			return 1;
-		}
+		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
+		return -1;
 	}
-	job_chans_free(&j);
-	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
-	*complete = !access(path, F_OK);
+	if (!fgets(line, sizeof(line), f) || strcmp(line, NODES_MAGIC "\n") ||
+	    !fgets(line, sizeof(line), f) || sscanf(line, "nodes %u%n", &v, &end) != 1 ||
+	    line[end] != '\n' || !v || v > COORD_MAX_NODES) {
+		fclose(f);
+		fprintf(stderr, "ibckpt: %s: not an ibckpt nodes file (corrupt, or another "
+			"version's)\n", path);
+		return -1;
+	}
+	fclose(f);
+	*n = v;
 	return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Shared by the ibckpt CLI's command implementations.
+ * Shared by the ibckpt CLI's commands, each declaration under the file that
+ * defines it. The output mode and cli_fail() are out.h's; what the
+ * checkpoint and restart files share is restart.h's.
  */
 #ifndef IBCKPT_TOOLS_CLI_H
 #define IBCKPT_TOOLS_CLI_H
@@ -21,9 +23,6 @@
  * NULL-terminated).
  */
 int cli_take_global(int argc, char **argv, const char *const *valued, int *json_out);
-
-/* Parse a process group id; prints the error and returns -1 if malformed. */
-int cli_pgid(const char *s, unsigned int *pgid);
 
 /*
  * job.c: how a command names a job. Commands add CLI_JOB_OPTIONS to their
@@ -55,6 +54,8 @@ enum { CLI_OPT_SESSION = 0x100, CLI_OPT_TREE, CLI_OPT_CGROUP, CLI_OPT_ID, CLI_OP
 #define CLI_JOB_BY_ID		1	/* --id SESSION is allowed */
 #define CLI_JOB_OPTIONAL	2	/* naming no job is allowed */
 
+/* Parse a process group id; prints the error and returns -1 if malformed. */
+int cli_pgid(const char *s, unsigned int *pgid);
 int cli_job_opt(int c, const char *arg, struct cli_job *j);
 /*
  * Parse a Slurm job id (@step NULL) or JOBID.STEP (@step set); prints the
@@ -65,6 +66,12 @@ int cli_job_finish(struct cli_job *j, int argc, char **argv, int optind, int fla
 /* Refuse a negative number among the arguments before getopt sees it (-1). */
 int cli_job_negative(int argc, char **argv);
 const char *cli_job_describe(const struct cli_job *j, char *buf, size_t len);
+const char *cli_job_type_name(unsigned int type);
+/* "job":{"type":...,"id"|"path":...} (and "pgid" for a process group) */
+void cli_job_json(FILE *f, const struct cli_job *j);
+/* The reason for a refused dump request: the kernel's, or said from the errno. */
+const char *cli_dump_why(int err, const char *ext);
+
 /*
  * slurm.c: after cli_job_finish(), a --slurm job: this node's cgroup of the
  * step, or (SLURM_FANOUT, no --node in @o) the command run on every node of
@@ -75,11 +82,7 @@ struct coord_opts;
 #define SLURM_SUSPENDED_OK	2	/* a step Slurm suspended is taken */
 int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
 		     unsigned int flags, int argc, char **argv);
-const char *cli_job_type_name(unsigned int type);
-/* The reason for a refused dump request: the kernel's, or said from the errno. */
-const char *cli_dump_why(int err, const char *ext);
-/* "job":{"type":...,"id"|"path":...} (and "pgid" for a process group) */
-void cli_job_json(FILE *f, const struct cli_job *j);
+
 /*
  * session.c: add the job (or session id) to a request; a cgroup is opened
  * and passed as a file descriptor, closed by cli_job_close(). Returns 0, or
@@ -87,51 +90,6 @@ void cli_job_json(FILE *f, const struct cli_job *j);
  */
 int cli_job_put(struct nl_msg *m, const struct cli_job *j);
 void cli_job_close(void);
-
-int cmd_status(int argc, char **argv);
-int cmd_freeze(int argc, char **argv);
-int cmd_thaw(int argc, char **argv);
-int cmd_dump(int argc, char **argv);
-int cmd_release(int argc, char **argv);
-int cmd_reacquire(int argc, char **argv);
-int cmd_checkpoint(int argc, char **argv);
-int cmd_restart(int argc, char **argv);
-int cmd_criu_action(void);
-
-/* dump.c: the snapshots a frozen job's providers gave, validated */
-struct cli_snap {
-	unsigned int tgid;
-	unsigned char *data;
-	uint32_t total;
-	uint32_t have;
-};
-
-struct kv_list;
-
-struct cli_snaps {
-	struct cli_snap *v;
-	unsigned int n;
-	int bad;		/* pieces out of order: a process changed mid-dump */
-	struct kv_list *kv;	/* the kernel's view too, if asked (kview.h) */
-};
-
-int cli_get_snapshots(struct cli_job *job, struct cli_snaps *l, const char *what);
-/*
- * The same, with the kernel's own view into @kv (IBCKPT_SNAPSHOT_F_KVIEW;
- * kv_free() it): then a job none of whose processes gave a snapshot is not
- * an error, its processes are in @kv.
- */
-int cli_get_snapshots_kv(struct cli_job *job, struct cli_snaps *l, struct kv_list *kv,
-			 const char *what);
-void cli_snaps_free(struct cli_snaps *l);
-/*
- * restart.c: the snapshots a checkpoint directory keeps (restart.rst), read
- * offline, in the order of its job file: every process it lists must have
- * its proc-PID.snap, a regular file (not a link) that snap_validate()
- * accepts. *@complete: whether the checkpoint completed (ibckpt-complete).
- * Return: 0, or 1 when it could not (said on stderr, @l empty).
- */
-int cli_ckpt_load(const char *dir, struct cli_snaps *l, int *complete);
 
 /* session.c: what the module says about freeze sessions */
 struct cli_session {
@@ -165,7 +123,10 @@ struct cli_threads {
 	unsigned int n;
 };
 
-/* The sessions @filter names (or all, with an empty filter); 1 if a cgroup could not be opened (said). */
+/*
+ * The sessions @filter names (or all, with an empty filter); 1 if a cgroup
+ * could not be opened (said).
+ */
 int cli_get_sessions(struct ibnl *n, struct cli_job *filter, struct cli_sessions *l,
 		     char *ext, size_t extlen);
 int cli_get_threads(struct ibnl *n, uint64_t session, struct cli_threads *l,
@@ -187,6 +148,33 @@ static inline int cli_thread_never_parked(const struct cli_thread *t)
 }
 const char *cli_thread_state_name(unsigned int st);
 
+/* dump.c: the snapshots a frozen job's providers gave, validated */
+struct cli_snap {
+	unsigned int tgid;
+	unsigned char *data;
+	uint32_t total;
+	uint32_t have;
+};
+
+struct kv_list;
+
+struct cli_snaps {
+	struct cli_snap *v;
+	unsigned int n;
+	int bad;		/* pieces out of order: a process changed mid-dump */
+	struct kv_list *kv;	/* the kernel's view too, if asked (kview.h) */
+};
+
+int cli_get_snapshots(struct cli_job *job, struct cli_snaps *l, const char *what);
+/*
+ * The same, with the kernel's own view into @kv (IBCKPT_SNAPSHOT_F_KVIEW;
+ * kv_free() it): then a job none of whose processes gave a snapshot is not
+ * an error, its processes are in @kv.
+ */
+int cli_get_snapshots_kv(struct cli_job *job, struct cli_snaps *l, struct kv_list *kv,
+			 const char *what);
+void cli_snaps_free(struct cli_snaps *l);
+
 /* freeze.c: freezing a job and thawing it, for the commands and the checkpoint */
 struct freeze_opts {
 	unsigned long timeout_ms;	/* the module's: every thread parked within */
@@ -201,5 +189,16 @@ void freeze_print(const struct cli_session *s, const char *desc, bool persist, b
 int thaw_session(uint64_t id, double *secs);
 void thaw_print(const struct cli_job *job, double secs, bool as_json);
 int thaw_session_left(uint64_t id, bool as_json);
+
+/* The commands, each in the file of its name; main (ibckpt.c) runs them. */
+int cmd_status(int argc, char **argv);		/* status.c */
+int cmd_freeze(int argc, char **argv);		/* freeze.c */
+int cmd_thaw(int argc, char **argv);		/* freeze.c */
+int cmd_dump(int argc, char **argv);		/* dump.c */
+int cmd_release(int argc, char **argv);		/* release.c */
+int cmd_checkpoint(int argc, char **argv);	/* checkpoint.c */
+int cmd_reacquire(int argc, char **argv);	/* restart.c */
+int cmd_restart(int argc, char **argv);		/* restart.c */
+int cmd_criu_action(void);			/* criu.c: as criu's action script */
 
 #endif

@@ -8,7 +8,7 @@
  * without a snapshot are listed too.
  *
  * ibckpt dump -D DIR [-o FILE]: the same, offline, for the snapshots a
- * checkpoint directory keeps (restart.c reads it): no module, no kernel view.
+ * checkpoint directory keeps (ckptdir.c): no module, no kernel view.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 #include "kview.h"
 #include "nl.h"
 #include "rdma_res.h"
+#include "restart.h"
 #include "snapshot.h"
 
 static int on_piece(struct nlattr **a, void *arg)
@@ -161,6 +162,42 @@ static void print_json_kernel(const struct kv_list *kv, unsigned int tgid)
 	}
 }
 
+/*
+ * The snapshots checkpoint directory @dir keeps (restart.rst), read offline,
+ * in the order of its job file: every process it lists must have its
+ * proc-PID.snap, a regular file (not a link) that snap_validate() accepts.
+ * *@complete: whether the checkpoint completed (ibckpt-complete).
+ * Return: 0, or 1 when it could not (said on stderr, @l empty).
+ */
+static int ckpt_load(const char *dir, struct cli_snaps *l, int *complete)
+{
+	struct job_chans j = { 0 };
+	char path[4200];
+	unsigned int i;
+
+	memset(l, 0, sizeof(*l));
+	if (job_load(dir, &j))
+		return 1;
+	l->v = calloc(j.n, sizeof(*l->v));
+	if (!l->v) {
+		fprintf(stderr, "ibckpt: out of memory\n");
+		job_chans_free(&j);
+		return 1;
+	}
+	for (i = 0; i < j.n; i++, l->n++) {
+		if (snap_load(dir, j.p[i].pid, &l->v[i])) {
+			job_chans_free(&j);
+			cli_snaps_free(l);
+			memset(l, 0, sizeof(*l));
+			return 1;
+		}
+	}
+	job_chans_free(&j);
+	snprintf(path, sizeof(path), "%s/" DONE_FILE, dir);
+	*complete = !access(path, F_OK);
+	return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -208,7 +245,7 @@ int cmd_dump(int argc, char **argv)
 		return 1;
 	if (dir) {
 		/* offline: the module is not asked, there is no kernel view */
-		if (cli_ckpt_load(dir, &l, &complete))
+		if (ckpt_load(dir, &l, &complete))
 			return 1;
 		if (!complete)
 			fprintf(stderr, "ibckpt: warning: %s is an incomplete checkpoint (no "

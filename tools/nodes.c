@@ -2,9 +2,9 @@
 /*
  * A job on several nodes (Documentation/restart.rst, "A job on several
  * nodes"): the options that place this ibckpt among the nodes, the barriers
- * the restart commands pass (coord.c underneath), the checkpoint
- * directory's layout for several nodes, and criu's post-dump action, which
- * holds every node's dumped job until every node has dumped.
+ * the commands pass (coord.c underneath), and criu's post-dump action, which
+ * holds every node's dumped job until every node has dumped. The checkpoint
+ * directory's layout for several nodes is ckptdir.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -248,50 +248,6 @@ int nodes_verdict_snaps(const struct coord_verdict *all, const void ***snaps, un
 	}
 	*snaps = a.v;
 	*n = a.n;
-	return 0;
-}
-
-/* ---- the checkpoint directory of a job on several nodes ---- */
-
-void part_dir(char *buf, size_t len, const char *dir, unsigned int part)
-{
-	snprintf(buf, len, "%s/" PART_PREFIX "%u", dir, part);
-}
-
-int nodes_save(const char *dir, unsigned int n)
-{
-	char text[64];
-	int len = snprintf(text, sizeof(text), NODES_MAGIC "\nnodes %u\n", n);
-
-	return write_file(dir, NODES_FILE, text, (size_t)len);
-}
-
-/* Return: 0 and *@n for a job on several nodes, 1 for one on one node, -1 (said). */
-int nodes_load(const char *dir, unsigned int *n)
-{
-	char path[4200], line[64];
-	unsigned int v;
-	int end = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/" NODES_FILE, dir);
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			return 1;
-		fprintf(stderr, "ibckpt: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (!fgets(line, sizeof(line), f) || strcmp(line, NODES_MAGIC "\n") ||
-	    !fgets(line, sizeof(line), f) || sscanf(line, "nodes %u%n", &v, &end) != 1 ||
-	    line[end] != '\n' || !v || v > COORD_MAX_NODES) {
-		fclose(f);
-		fprintf(stderr, "ibckpt: %s: not an ibckpt nodes file (corrupt, or another "
-			"version's)\n", path);
-		return -1;
-	}
-	fclose(f);
-	*n = v;
 	return 0;
 }
 
