@@ -21,15 +21,19 @@
 
 #define CHECKPOINT_TRIES 5	/* freezes that may find requests in flight */
 
-/* Thaw the freeze session @id and print it as `ibckpt thaw --id` does (in JSON if @as_json). */
-static int session_thaw(uint64_t id, bool as_json)
+/*
+ * Thaw the freeze session @id; as text, print it as `ibckpt thaw --id`
+ * does. With -j the checkpoint prints its own report only: one JSON object.
+ */
+static int session_thaw(uint64_t id)
 {
 	struct cli_job by_id = { .session = id };
 	double secs;
 
 	if (thaw_session(id, &secs))
 		return 1;
-	thaw_print(&by_id, secs, as_json);
+	if (!json)
+		thaw_print(&by_id, secs, false);
 	return 0;
 }
 
@@ -37,9 +41,9 @@ static int session_thaw(uint64_t id, bool as_json)
  * Freeze @job (persistent: the steps after are separate calls), release it,
  * thaw it: released or not, its threads run again, a released job's gates
  * stay closed. @keep: a released job stays frozen, for criu's pre-dump
- * action to thaw (criu_dump()); one not released is thawed. The freeze, the
- * release and the thaw print their lines as text; the checkpoint prints its
- * own report after them (in JSON with -j).
+ * action to thaw (criu_dump()); one not released is thawed. As text, the
+ * freeze, the release and the thaw print their lines before the
+ * checkpoint's report; with -j only the report is printed, one JSON object.
  * Return: release_job()'s, or 1.
  */
 static int freeze_release(struct cli_job *job, const char *dir, const char *what,
@@ -61,7 +65,7 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 		rc = 1;
 	} else if (!rc) {
 		rc = freeze_job(&n, &fj, &fo, &s);
-		if (!rc)
+		if (!rc && !json)
 			freeze_print(&s, cli_job_describe(&fj, desc, sizeof(desc)), true, false);
 		ibnl_close(&n);
 		cli_job_close();
@@ -73,22 +77,22 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	if (nodes_vote(co, "frozen", rc, "its part did not freeze", NULL, 0, 0, NULL, NULL,
 		       NULL)) {
 		if (!rc)
-			session_thaw(by_id.session, json);
+			session_thaw(by_id.session);
 		return 1;
 	}
 	if (rc)
 		return 1;
 	ckpt_timing("frozen");
 	rc = release_job(&by_id, dir, what, co, &released);
-	if (!rc)
+	if (!rc && !json)
 		release_print(released, dir, false);
 	ckpt_timing("release");
-	err = keep && !rc ? 0 : session_thaw(by_id.session, false);
+	err = keep && !rc ? 0 : session_thaw(by_id.session);
 	/* every node goes on only if every node's part runs again */
 	if (nodes_vote(co, "thawed", err ? 1 : 0, "its part did not thaw", NULL, 0, 0, NULL,
 		       NULL, NULL) || err) {
 		if (keep && !rc)	/* kept frozen for criu, which will not run */
-			session_thaw(by_id.session, false);
+			session_thaw(by_id.session);
 		rc = 1;
 	}
 	ckpt_timing("thaw");
@@ -365,7 +369,7 @@ int cmd_checkpoint(int argc, char **argv)
 		rc = 1;
 	} else {
 		rc = reacquire_job(&j, part, NULL, 0, true, co, &nids);
-		if (!rc)	/* as text, before the checkpoint's own report */
+		if (!rc && !json)	/* as text, before the checkpoint's own report */
 			reacquire_print(j.n, nids, part, false);
 	}
 	job_chans_free(&j);

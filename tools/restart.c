@@ -501,7 +501,7 @@ int cmd_restart(int argc, char **argv)
 		goto out;
 	}
 	rc = reacquire_job(&all, dir, map, nmap, false, co, &nids);
-	if (!rc)	/* as text, before the restart's own report */
+	if (!rc && !json)	/* as text, before the restart's own report */
 		reacquire_print(all.n, nids, dir, false);
 	if (rc) {
 		/*

@@ -67,9 +67,17 @@ rdma -j res show qp | jq -e --argjson p "[$(ls /proc/$server/task | paste -sd, -
 sleep 1
 for i in $(seq 48); do
 	sleep "0.$((RANDOM % 5))"
-	ibckpt checkpoint -D "$T/ck$i" --leave-running --session "$sid" > "$T/c" 2> "$T/ce" ||
+	# every other one with -j: one JSON object, the checkpoint's report only
+	j=()
+	[ $((i % 2)) = 0 ] && j=(-j)
+	ibckpt "${j[@]}" checkpoint -D "$T/ck$i" --leave-running --session "$sid" > "$T/c" 2> "$T/ce" ||
 		fail "checkpoint $i: $(cat "$T/ce")"
+	# (one jq at the end: a jq start costs a second under emulation)
+	[ ${#j[@]} = 0 ] || { [ "$(wc -l < "$T/c")" = 1 ] && cat "$T/c" >> "$T/cj"; } ||
+		fail "checkpoint -j $i printed: $(cat "$T/c")"
 done
+jq -e -s 'length == 24 and all(.[]; .checkpointed and .left_running)' "$T/cj" > /dev/null ||
+	fail "checkpoint -j printed: $(cat "$T/cj")"
 sleep 1
 kill -INT "$client"
 wait "$sid"

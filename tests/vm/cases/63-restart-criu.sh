@@ -5,7 +5,8 @@
 # releases, thaws and has criu dump the job, which is gone afterwards;
 # `ibckpt restart` has criu restore it (same pids) and reacquires every
 # provider: new QPNs and keys behind the old ones, traffic resumes. 20
-# rounds at random moments, the last onto the other device each (--map);
+# rounds at random moments, every other one with -j (one JSON object each),
+# the last onto the other device each (--map);
 # then the job's snapshot matches the kernel's view (new real IDs); a
 # restart is refused, nothing restored, for a missing device, a directory
 # being restarted, a job still running; the same directory restarts twice.
@@ -36,9 +37,17 @@ alive() { kill -0 "$1" 2> /dev/null; }
 for i in $(seq 20); do
 	sleep "0.$((RANDOM % 5))"
 	dir=/run/ibckpt-ck$i
-	ibckpt checkpoint -D "$dir" --session "$sid" > "$T/c" 2> "$T/ce" ||
+	# every other round in JSON (-j): one object, the command's report only
+	j=()
+	[ $((i % 2)) = 0 ] && j=(-j)
+	ibckpt "${j[@]}" checkpoint -D "$dir" --session "$sid" > "$T/c" 2> "$T/ce" ||
 		fail "checkpoint $i: $(cat "$T/ce") $(tail -n 20 "$dir/dump.log" 2> /dev/null)"
-	grep -q "the job is gone" "$T/c" || fail "checkpoint $i said: $(cat "$T/c")"
+	if [ ${#j[@]} = 0 ]; then
+		grep -q "the job is gone" "$T/c" || fail "checkpoint $i said: $(cat "$T/c")"
+	else	# one line each; jq reads them all at the end
+		[ "$(wc -l < "$T/c")" = 1 ] || fail "checkpoint -j $i printed: $(cat "$T/c")"
+		cat "$T/c" >> "$T/cj"
+	fi
 	[ "$i" = 1 ] && wait "$sid" 2> /dev/null	# our child the first time: reap it
 	for p in $sid $server $client; do
 		! alive "$p" || fail "checkpoint $i: process $p still runs"
@@ -46,9 +55,14 @@ for i in $(seq 20); do
 	[ -s "$dir/criu/inventory.img" ] || fail "checkpoint $i: no criu images"
 	map=()
 	[ "$i" = 20 ] && map=(--map rxe0=rxe1,rxe1=rxe0)
-	ibckpt restart -D "$dir" "${map[@]}" > "$T/r" 2> "$T/re" ||
+	ibckpt "${j[@]}" restart -D "$dir" "${map[@]}" > "$T/r" 2> "$T/re" ||
 		fail "restart $i: $(cat "$T/re") $(tail -n 20 "$dir/restore.log" 2> /dev/null)"
-	grep -q "2 processes restarted" "$T/r" || fail "restart $i said: $(cat "$T/r")"
+	if [ ${#j[@]} = 0 ]; then
+		grep -q "2 processes restarted" "$T/r" || fail "restart $i said: $(cat "$T/r")"
+	else
+		[ "$(wc -l < "$T/r")" = 1 ] || fail "restart -j $i printed: $(cat "$T/r")"
+		cat "$T/r" >> "$T/rj"
+	fi
 	for p in $sid $server $client; do
 		alive "$p" || fail "restart $i: process $p is not back"
 	done
@@ -56,6 +70,11 @@ for i in $(seq 20); do
 	traffic_wait_progress $((n + 2))	# and its traffic flows
 	[ "$i" -lt 20 ] && rm -rf "$dir"
 done
+# each -j round printed its report only, one JSON object
+jq -e -s 'length == 10 and all(.[]; .checkpointed and .left_running == false)' "$T/cj" > /dev/null ||
+	fail "checkpoint -j printed: $(cat "$T/cj")"
+jq -e -s 'length == 10 and all(.[]; .restarted == 2)' "$T/rj" > /dev/null ||
+	fail "restart -j printed: $(cat "$T/rj")"
 # the server's QPs are on rxe1 now
 rdma -j res show qp | jq -e --argjson p "[$(ls /proc/$server/task | paste -sd, -)]" \
 	'[.[] | select(.pid as $x | $p | index($x)) | .ifname] | unique == ["rxe1"]' \
