@@ -93,7 +93,7 @@ void ibckpt_quiesce_ask(struct ibckpt_session *s)
 	}
 	list_for_each_entry(p, &ibckpt_procs, node) {
 		if (p->quiesce_session == s->id && !p->quiesce_answered && ibckpt_proc_mute(p)) {
-			/* asked, and nobody is left to answer: done (finding #14) */
+			/* asked, and nobody is left to answer: done */
 			p->quiesce_answered = true;
 			gone++;
 			continue;

@@ -43,11 +43,11 @@ static void frozen_only_when_converged(struct kunit *test)
 }
 
 /*
- * Review finding kmod #1: thread T, pending, forks child C behind the
- * walk's position, then parks; the scan ends having found nothing, and
- * nothing pends any more. The old predicate (pending sampled after the
- * scan) said FROZEN while C ran. Sampled before the scan, T was pending:
- * one more scan must run, and that one sees C.
+ * Thread T, pending, forks child C behind the walk's position, then
+ * parks; the scan ends having found nothing, and nothing pends any more.
+ * Pending sampled after the scan would say FROZEN while C runs. Sampled
+ * before the scan, T was pending: one more scan must run, and that one
+ * sees C.
  */
 static void fork_behind_the_scan_is_not_frozen(struct kunit *test)
 {
@@ -107,10 +107,10 @@ static void freeze_args_are_checked(struct kunit *test)
 }
 
 /*
- * Review finding kmod #10: THAW ends a session and returns; the session
- * stays listed until its threads have left their parks. Only SESSION_GET
- * by id (the CLI waiting for the job to run) may see it then: it is no
- * longer its job's session, and it cannot be ended twice.
+ * THAW ends a session and returns; the session stays listed until its
+ * threads have left their parks. Only SESSION_GET by id (the CLI waiting
+ * for the job to run) may see it then: it is no longer its job's session,
+ * and it cannot be ended twice.
  */
 static void an_ending_session_is_seen_by_id_only(struct kunit *test)
 {
@@ -125,10 +125,10 @@ static void an_ending_session_is_seen_by_id_only(struct kunit *test)
 }
 
 /*
- * Review finding kmod #17: task works run in do_exit() before PF_EXITING
- * (ptrace's exit event, io_uring's cancel). Each way out, as the park
- * callback sees it; 60 and 231 are x86-64's exit and exit_group, 1 is
- * i386's exit (and x86-64's write).
+ * Task works run in do_exit() before PF_EXITING (ptrace's exit event,
+ * io_uring's cancel). Each way out, as the park callback sees it; 60 and
+ * 231 are x86-64's exit and exit_group, 1 is i386's exit (and x86-64's
+ * write).
  */
 static void a_thread_on_its_way_out_does_not_park(struct kunit *test)
 {

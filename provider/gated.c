@@ -7,7 +7,7 @@
  * test their queue's flag under its lock: quiesce.c); these enter it here,
  * around the whole verb, so that none of them reaches the vendor while the control
  * thread holds the gates closed: nothing is created after a snapshot and
- * before the thaw (review finding #6), and no verb finds the vendor's
+ * before the thaw, and no verb finds the vendor's
  * context gone while released (restart.h).
  *
  * A thread arriving at a closed gate sleeps interruptibly: it parks like

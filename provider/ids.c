@@ -5,10 +5,10 @@
  * live contexts and shadows. They are handed out in turn; after 2^32
  * creations (a UD application that creates an AH per message gets there
  * within hours) the count wraps, and an id still held is skipped instead
- * of given twice (review 3.6: two objects then shared a handle, and an XRC
- * tag named the wrong SRQ). So the live ids are kept in a set: one lookup
- * and one insertion per create, one removal per destroy, all on the
- * control path.
+ * of given twice: two objects sharing a handle would make a snapshot
+ * ambiguous, and an XRC tag would name the wrong SRQ. So the live ids are
+ * kept in a set: one lookup and one insertion per create, one removal per
+ * destroy, all on the control path.
  *
  * ids_lock is a leaf: nothing is taken under it. fork() holds it across
  * (fork.c), so that the child's copy of the set is consistent.

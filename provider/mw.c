@@ -163,8 +163,8 @@ int ibckpt_dealloc_mw(struct ibv_mw *ibmw)
 		return ret;
 	/*
 	 * Out of the tables first: a poller or a post that finds a window
-	 * uses it under key_lock, and the vendor frees its window (review
-	 * M4). Back in them if the vendor keeps it.
+	 * uses it under key_lock, and must not find a window the vendor
+	 * freed. Back in them if the vendor keeps it.
 	 */
 	ibckpt_spin_lock(&ctx->key_lock);
 	ibckpt_vidmap_remove(&ctx->mw_virt, MW_INDEX(mw->vrkey), mw->vidx_gen);

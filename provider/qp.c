@@ -421,8 +421,8 @@ static int mcast_find(const struct ibckpt_qp *qp, const union ibv_gid *gid, uint
 }
 
 /*
- * The groups are remembered: a re-created QP is attached to them again
- * (review M8: it quietly stopped receiving multicast after a restart).
+ * The groups are remembered: a re-created QP is attached to them again,
+ * so that it keeps receiving multicast after a restart.
  */
 int ibckpt_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
@@ -652,8 +652,8 @@ static __attribute__((noinline)) int post_recv_xlate_one(struct ibckpt_qp *qp,
  * and MR), or a list the log cut short: the vendor gets copies, with the
  * real objects in them and the list ending where the log did. The
  * application's requests are only read: another thread may post the same
- * ones at once, and they may be read-only (review finding provider #11:
- * they were swapped in place and back). @n requests, logged, are posted in
+ * ones at once, and they may be read-only, so nothing is changed in place,
+ * not even for a moment. @n requests, logged, are posted in
  * chunks of IBCKPT_POST_CHUNK; a chunk the vendor refuses part of ends the
  * post there, with *@bad the application's request it refused. The binds
  * the vendor took are now the windows'. Return: 0 or the vendor's error;
@@ -1261,7 +1261,7 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 	if (!known)	/* sends logged before the QP had an MTU: the peers' check only */
 		return 0;
 	if (ibv_query_qp(qp->real, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, &init)) {
-		/* not EBUSY: a device that cannot say now is not waited out (review L2) */
+		/* not EBUSY: freezing again would not make the device say */
 		ibckpt_restart_err("QP %u: the device cannot say its next PSN (%s): its unsignaled "
 				   "requests cannot be shown transmitted", qp->vqp.qp.qp_num,
 				   strerror(errno));
@@ -1278,7 +1278,7 @@ static int qp_sends_transmitted(struct ibckpt_qp *qp, uint32_t live)
 /*
  * The release keeps the PSNs the QP is at (ibckpt_qp_release()); one whose
  * device cannot say would come back at the PSNs it was first given, which
- * its peer passed long ago (review L5). Return: 0 or EOPNOTSUPP (said: not
+ * its peer passed long ago. Return: 0 or EOPNOTSUPP (said: not
  * EBUSY, which a checkpoint would try again).
  */
 static int qp_psns_readable(struct ibckpt_qp *qp)

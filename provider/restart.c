@@ -88,7 +88,7 @@ static struct ibckpt_obj *obj_next(struct ibckpt_context *ctx, struct ibckpt_obj
  *
  * A reacquire publishes port 1's LID and its first IBCKPT_MAX_GIDS GIDs:
  * an address using another port or source GID would fail at REMAP, after
- * the release (review M13). Return: 0 or EOPNOTSUPP (said).
+ * the release, for good. Return: 0 or EOPNOTSUPP (said).
  */
 int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what)
 {

@@ -185,9 +185,10 @@ static int vendor_post_srq_recv(void *real, struct ibv_recv_wr *wr, struct ibv_r
 
 /*
  * XRC: the list just logged (the newest slots) goes to the vendor with tags
- * for wr_ids, in copies: the application's requests are only read (review
- * finding provider #11). In chunks of IBCKPT_POST_CHUNK; a chunk the vendor
- * refuses part of ends the post there. *@bad: the application's first
+ * for wr_ids, in copies: the application's requests are only read (they
+ * may be read-only, or posted by another thread at once). In chunks of
+ * IBCKPT_POST_CHUNK; a chunk the vendor refuses part of ends the post
+ * there. *@bad: the application's first
  * request not posted, NULL if all were.
  */
 static int vendor_post_xsrq_recv(void *arg, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

@@ -7,8 +7,8 @@
 
 /*
  * From the very first id on, a held one is never handed out again, 0
- * never; a freed one may be (a review of the wrap-around fix: the set was
- * not initialised, and the first id, generation 0, was never found held).
+ * never; a freed one may be. The first id, generation 0, is found held
+ * too: the set is initialised before it is given.
  */
 static void held_ids_are_skipped_from_the_first(void)
 {

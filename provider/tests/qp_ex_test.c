@@ -242,7 +242,7 @@ static void tso_is_staged(void)
 
 /*
  * The staging takes what a batch needs, not the send queue's depth times
- * its largest request (review #9): a QP of mlx5's size stages little until
+ * its largest request: a QP of mlx5's size stages little until
  * a batch is long, and a long batch with SGE lists, inline data and TSO
  * headers comes out as built while the staging grows under it.
  */
@@ -317,8 +317,8 @@ static void staging_grows_with_the_batch(void)
 /*
  * wr_flags may carry IBV_SEND_INLINE with the caller's own SGE (the man
  * page does not list it; rxe takes it): growing the staging moves only
- * the inline copies it made, not such a caller's address (a review of the
- * growing staging: every SGE of an IBV_SEND_INLINE request was moved).
+ * the inline copies it made, not such a caller's address (not every SGE
+ * of an IBV_SEND_INLINE request).
  */
 static void staging_grows_under_inline_flags(void)
 {

@@ -42,7 +42,7 @@ static void same_qpn_two_devices(void)
 	CHECK(!ibckpt_remap_find(IBCKPT_ID_QPN, 0xa, 17, &r));
 }
 
-/* A new object may not keep an ID the job knows as another object's (H6). */
+/* A new object may not keep an ID the job knows as another object's. */
 static void taken_ids(void)
 {
 	struct ibckpt_ident v[] = { id(IBCKPT_ID_QPN, 0xa, 17, 22, 0, 0),

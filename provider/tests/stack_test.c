@@ -1560,10 +1560,10 @@ static void atomic_writes_reach_the_vendor_api(void)
 }
 
 /*
- * ibv_wr_complete() posts the whole batch or none of it (review finding
- * provider #12: a vendor error in the middle left the requests before it
- * posted and still returned the error): a vendor that refuses the batch
- * leaves nothing posted and nothing logged.
+ * ibv_wr_complete() posts the whole batch or none of it (never the
+ * requests before a vendor error in its middle, with the error returned):
+ * a vendor that refuses the batch leaves nothing posted and nothing
+ * logged.
  */
 static void wr_complete_posts_all_or_none(void)
 {
@@ -1600,8 +1600,7 @@ static void wr_complete_posts_all_or_none(void)
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 3);
 	/*
 	 * Below RTS refused before anything is queued: rxe would queue the
-	 * batch, fail its doorbell, and run it at RTS behind the log's back
-	 * (a review).
+	 * batch, fail its doorbell, and run it at RTS behind the log's back.
 	 */
 	q->state = IBV_QPS_RTR;
 	ibv_wr_start(x);
@@ -1619,7 +1618,7 @@ static void wr_complete_posts_all_or_none(void)
  * What a batch asks of the vendor's ibv_wr_* API: a local operation on an
  * XRC send QP gets no target SRQ (its WQE has no such segment: mlx5 would
  * write over it), and a read flagged inline still gets its SGE, where its
- * answer lands (a review).
+ * answer lands.
  */
 static void wr_batch_setters(void)
 {
@@ -2075,7 +2074,7 @@ static void destroyed_object_leaves_no_async_event(void)
 /*
  * The application reads its async file late: events beyond what the pipe
  * holds wait in the forwarder's backlog, as in the kernel's unbounded
- * queue, and come in order once it reads (review 3.6: they were lost).
+ * queue, and come in order once it reads: none is lost.
  * A destroyed QP's events are taken out of the backlog too.
  */
 static void full_async_pipe_loses_nothing(void)
@@ -2129,9 +2128,8 @@ static void full_async_pipe_loses_nothing(void)
 
 /*
  * Object ids wrap after 2^32 creations: an id a live object holds is
- * skipped, 0 never given, a freed one may be given again (review 3.6: the
- * counter wrapped onto live ids, and snapshot handles and XRC tags of two
- * objects were the same).
+ * skipped, 0 never given, a freed one may be given again: no two live
+ * objects share a snapshot handle or an XRC tag.
  */
 static void ids_skip_live_ones(void)
 {
@@ -2165,9 +2163,9 @@ static void ids_skip_live_ones(void)
 }
 
 /*
- * Posts only read the application's requests (review finding provider #11:
- * UD AHs and bind windows were swapped in place and back, and a list the
- * log could not take whole was cut in place): lists in read-only memory
+ * Posts only read the application's requests (no UD AH or bind window
+ * swapped in place and back, no list the log could not take whole cut in
+ * place): lists in read-only memory
  * post, the vendor gets the real AH, and a list longer than the log is
  * posted up to where the log stopped, *bad naming the first one left.
  */
@@ -2262,8 +2260,8 @@ static void posts_leave_the_requests_alone(void)
  * After a restart the vendor may hand a new QP or MR a QPN or key that is
  * the virtual ID of another object: one the job's peers translate (the
  * job's table), or one of the context's own restored QPs. The new object
- * gets another from the vendor (review H6: before, it kept the taken one,
- * and peers reached the other object, or its own QPN entry was refused).
+ * gets another from the vendor; kept, peers would reach the other object,
+ * or its own QPN entry would be refused.
  */
 static void new_objects_avoid_virtual_ids(void)
 {
@@ -2358,7 +2356,7 @@ static void new_objects_avoid_virtual_ids(void)
 	/*
 	 * ... or an MR key of the job that stands for another (0x80006c1):
 	 * binds could give the window the MR's key byte, which peers translate
-	 * to the MR (review M5); not one standing for itself (0x80007c1)
+	 * to the MR; not one standing for itself (0x80007c1)
 	 */
 	v.ids[0] = 0x80006b0;
 	v.ids[1] = 0x80007b0;
@@ -2399,9 +2397,9 @@ static void new_objects_avoid_virtual_ids(void)
 
 /*
  * A CQ is re-created at the size the application has now, resized or not
- * (review M6: it came back at the size first asked for, smaller than the
- * queues the application sized against it), and a device that grants less
- * is refused.
+ * (not at the size first asked for, which may be smaller than the queues
+ * the application sized against it), and a device that grants less is
+ * refused.
  */
 static void cq_recreated_at_its_size(void)
 {
@@ -2458,9 +2456,9 @@ static void vendor_fails(uint64_t wr_id)
 }
 
 /*
- * A failed completion's opcode is undefined: its CQ names its queue
- * (review finding provider #10: a receive's flush retired the send with
- * the same wr_id, and the receive stayed logged, to be posted again).
+ * A failed completion's opcode is undefined: its CQ names its queue, so
+ * a receive's flush never retires the send with the same wr_id (the
+ * receive would stay logged, to be posted again).
  */
 static void failed_completion_finds_its_queue(void)
 {
@@ -2542,8 +2540,7 @@ static void stats_only_through_the_counting_ops(void)
  * still take it) is logged by the full path, its header with it, or
  * refused: the one-request path would log it without setting the header's
  * size, which shares the slot with the atomic operands, and a later move
- * of the log's records would copy that many bytes (a review of the
- * growing log: an out-of-bounds copy).
+ * of the log's records would copy that many bytes, out of bounds.
  */
 static void tso_on_a_connected_qp(void)
 {
@@ -2589,9 +2586,9 @@ static void tso_on_a_connected_qp(void)
 /*
  * A QP's completions retire only through its own CQs, which forget it at
  * its destroy: a destroyed QP's flush left in its CQ, its QPN handed out
- * again to a QP of another CQ, is left alone (a review of the per-CQ cache:
- * the other CQ remembered the new QP, which its destroy did not make it
- * forget: a use after free).
+ * again to a QP of another CQ, is left alone: the other CQ must not
+ * remember the new QP, which its destroy would not make it forget (a use
+ * after free).
  */
 static void stale_qpn_on_another_cq(void)
 {
@@ -2672,7 +2669,7 @@ static void spilled_done(struct ibv_cq *cq, struct ibv_qp *q)
 /*
  * A drain tried again before the application polled takes the held one and
  * the rest, or fails again: it never reports success with the vendor's CQ
- * unread (a review of the spill: it polled nothing and said 0).
+ * unread.
  */
 static void drain_after_a_spill(void)
 {
@@ -2699,8 +2696,8 @@ static void poll_after_a_spill(void)
 
 /*
  * A second freeze finds the private queue full (nothing polled since the
- * first): what the vendor holds is taken anyway (review 3.5: it stayed in
- * the vendor's CQ, its requests in the logs, to be executed again by a
+ * first): what the vendor holds is taken anyway (left in the vendor's CQ,
+ * its requests would stay in the logs, to be executed again by a
  * restart). Everything comes back once, in order.
  */
 static void drain_takes_everything(void)
@@ -2789,8 +2786,8 @@ static void unlisted_after_the_drain(struct ibv_cq *cq, struct ibv_qp *q)
 /*
  * A signaled send whose completion reached the vendor's CQ after the
  * quiesce's drain has completed: the release's check must not count it as
- * outstanding (review M11: the check ran before the release's own drain,
- * and refused with EBUSY). The completion goes to the private queue, for
+ * outstanding: the check runs after the release's own drain, and does not
+ * refuse with EBUSY. The completion goes to the private queue, for
  * the application, first.
  */
 static void release_check_after_the_drain(void)
@@ -2808,9 +2805,8 @@ static void release_check_after_the_drain(void)
  * A thread the freeze parked between a post's or a poll's lock and its test
  * of the closed flag holds that queue's lock for as long as the job is
  * frozen. The control thread's release drains and plans under those locks
- * after the answer: it must not wait for such a thread (a review of the
- * queues' closed flags: it spun there for good, the release never
- * answered).
+ * after the answer: it must not wait for such a thread (it would spin
+ * there for good, and the release would never answer).
  */
 static void release_beside_a_parked_lock_holder(void)
 {
@@ -2835,7 +2831,7 @@ static void release_beside_a_parked_lock_holder(void)
 	unlisted_after_the_drain(cq, q);
 }
 
-/* A REACQUIRE's device map names are C strings: one without its NUL is refused (review L8). */
+/* A REACQUIRE's device map names are C strings: one without its NUL is refused. */
 static void reacquire_map_names_terminated(void)
 {
 	struct ibckpt_rdev_map map[2] = { { "rxe0", "rxe1" }, { "rxe1", "" } };
@@ -2853,12 +2849,12 @@ static void reacquire_map_names_terminated(void)
 }
 
 /*
- * Review H2: the peers' PSN check shows the peer got every packet sent, not
- * that every request posted was sent. A request not started yet (behind a
+ * The peers' PSN check shows the peer got every packet sent, not that
+ * every request posted was sent. A request not started yet (behind a
  * fence, out of credits, or rewound by an RNR retry as hardware reports
- * it) leaves the QP's send PSN where the peer expects it; the release then
- * forgot it. Now each logged request counts the PSNs it takes, and the
- * release is refused unless the QP's next PSN is past all of them.
+ * it) leaves the QP's send PSN where the peer expects it, and a release
+ * would forget it. So each logged request counts the PSNs it takes, and
+ * the release is refused unless the QP's next PSN is past all of them.
  */
 static void release_waits_for_unsent_requests(void)
 {
@@ -2888,7 +2884,7 @@ static void release_waits_for_unsent_requests(void)
 }
 
 /*
- * Review M2: a CLI that dies part way through a command must not hold the
+ * A CLI that dies part way through a command must not hold the
  * control thread (which also answers the module): the rest of a payload
  * that does not come within the deadline is dropped and answered, with the
  * command's number, and the channel serves the next command.
@@ -2929,9 +2925,8 @@ static void restart_channel_survives_a_dead_cli(void)
 
 /*
  * An SRQ's limit fires once (IBV_EVENT_SRQ_LIMIT_REACHED disarms it): a
- * re-created SRQ is armed again only if its limit had not fired (review
- * L6: it was re-armed in any case, and raised a second event the
- * application never asked for).
+ * re-created SRQ is armed again only if its limit had not fired, so it
+ * raises no second event the application never asked for.
  */
 static void srq_limit_fires_once_across_a_restart(void)
 {
@@ -2968,8 +2963,8 @@ static void srq_limit_fires_once_across_a_restart(void)
 /*
  * After a restart the keys a request invalidates are translated too: a
  * SEND_WITH_INV names the peer's (its device's table), a LOCAL_INV one of
- * the context's own (review L7: both went to the vendor as the
- * application's, invalidating another key or failing).
+ * the context's own; as the application's they would invalidate another
+ * key, or fail.
  */
 static void invalidated_keys_are_translated(void)
 {
@@ -3248,7 +3243,7 @@ static void restart_keeps_counting_ops(void)
 /*
  * A reacquire publishes port 1's LID and its first 16 GIDs only: a QP on
  * another port or with a source GID past them is refused at the release
- * (review M13: it was released and then failed at REMAP, for good).
+ * (not released, to fail at REMAP for good).
  */
 static void release_refuses_unpublished_addresses(void)
 {
@@ -3277,7 +3272,7 @@ static void release_refuses_unpublished_addresses(void)
 	app_fini();
 }
 
-/* A connected QP whose PSNs the device cannot say is not released (review L5). */
+/* A connected QP whose PSNs the device cannot say is not released. */
 static void release_needs_the_psns(void)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
@@ -3306,7 +3301,7 @@ static void release_needs_the_psns(void)
  * Debian's criu 3.17, which drops a one-shot timer at a restore (perftest
  * -D restored spun for good waiting for its alarm). What was left comes
  * back at GO; one the application set while released is kept; none stays
- * none; a child forked while released sets none of its parent's (review).
+ * none; a child forked while released sets none of its parent's.
  */
 static void real_timer_held_while_released(void)
 {
@@ -3360,7 +3355,7 @@ static void real_timer_held_while_released(void)
 	app_fini();
 }
 
-/* A re-created QP is attached to its multicast groups again (review M8). */
+/* A re-created QP is attached to its multicast groups again. */
 static void multicast_groups_come_back(void)
 {
 	union ibv_gid g1 = { .raw = { 0xff, 0x0e, [15] = 1 } }, g2 = { .raw = { 0xff, 0x0e, [15] = 2 } };
@@ -3519,8 +3514,8 @@ static void remapped_poll_needs_no_context_lock(void)
 	CHECK_EQ(ibckpt_wrlog_live(&to_iqp(q)->sq), 1);	/* the first two retired */
 	/*
 	 * A poll while the QP is being destroyed, after the vendor freed its
-	 * QP: the cached shadow's own copy of the vendor's QPN is compared
-	 * (a review: qp->real->qp_num was read from freed memory).
+	 * QP: the cached shadow's own copy of the vendor's QPN is compared,
+	 * never qp->real->qp_num, which is freed memory then.
 	 */
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 3, .opcode = IBV_WC_SEND, .qp_num = 0x99 };
 	dying_cq = cq;
@@ -4540,11 +4535,11 @@ static void fence_after_a_restart(void)
 
 
 /*
- * review H1: a fence is posted only once every check of every QP passed.
- * QP 102's atomic needs one, QP 103's signaled SEND has not completed: the
- * release is refused, and no FETCH_AND_ADD 0 was posted on QP 102 to run
- * at the peer after the thaw (before, QP 102's check posted it, QP 103's
- * refused, and PREPARE returned with it outstanding).
+ * A fence is posted only once every check of every QP passed. QP 102's
+ * atomic needs one, QP 103's signaled SEND has not completed: the release
+ * is refused, and no FETCH_AND_ADD 0 was posted on QP 102 to run at the
+ * peer after the thaw (PREPARE never returns with one outstanding behind
+ * another QP's refusal).
  */
 static void no_fence_behind_a_refusal(void)
 {
@@ -4580,12 +4575,12 @@ static void no_fence_behind_a_refusal(void)
 }
 
 /*
- * review M1: a poll whose vendor batch held a late internal completion
- * polls the vendor again for what it dropped: ibv_poll_cq(cq, 1) with the
- * fence's completion and the application's SEND behind it returns the
- * SEND (before: 0, and the SEND only at the next poll; an event-driven
- * application slept on it, and a cq_ex poll of one said ENOENT). Also
- * behind completions the private queue served first.
+ * A poll whose vendor batch held a late internal completion polls the
+ * vendor again for what it dropped: ibv_poll_cq(cq, 1) with the fence's
+ * completion and the application's SEND behind it returns the SEND, not
+ * 0 (an event-driven application would sleep on it, and a cq_ex poll of
+ * one would say ENOENT). Also behind completions the private queue served
+ * first.
  */
 static void poll_refills_behind_an_internal_completion(void)
 {
@@ -4629,11 +4624,11 @@ static void poll_refills_behind_an_internal_completion(void)
 }
 
 /*
- * review M2: an internal request outstanding when the application resets
- * or destroys its QP, its completion already in the vendor's CQ (rxe takes
+ * An internal request outstanding when the application resets or
+ * destroys its QP, its completion already in the vendor's CQ (rxe takes
  * nothing out of a CQ at either): the completion is dropped when polled
- * (before: the application got it, with the provider's wr_id, and on the
- * plain path it retired a request of the reset log). One whose completion
+ * (the application never gets it, with the provider's wr_id, and it
+ * retires no request of the reset log). One whose completion
  * never came goes at the next drain that empties the CQ with the gate
  * closed.
  */
@@ -4698,12 +4693,12 @@ static uint64_t ms_since(const struct timespec *t0)
 }
 
 /*
- * review M4: the fences of an earlier try are waited for together, with
- * one deadline: four QPs whose fences (each may take ~0.1 s, timeout 1)
+ * The fences of an earlier try are waited for together, with one
+ * deadline: four QPs whose fences (each may take ~0.1 s, timeout 1)
  * complete 90, 180, 270 and 360 ms into the next try hold it back ~0.1 s,
- * refused for QP 103's (before, one after another, each its full time
- * from the end of the one before: 0.36 s and a release, and N such QPs
- * passed the CLI's 60 s).
+ * refused for QP 103's (one after another, each its full time from the
+ * end of the one before, they would take 0.36 s, and N such QPs would
+ * pass the CLI's 60 s).
  */
 static void earlier_fences_waited_together(void)
 {
@@ -4751,10 +4746,10 @@ static void earlier_fences_waited_together(void)
 }
 
 /*
- * review L1: a wait that cannot drain (no memory for the private queue)
- * does not know whether the atomic fence completed: its MR stays
- * registered for the response still to land (before, it was deregistered
- * and the response met a dead lkey), and goes once the fence completed.
+ * A wait that cannot drain (no memory for the private queue) does not
+ * know whether the atomic fence completed: its MR stays registered for the
+ * response still to land (which must not meet a dead lkey), and goes once
+ * the fence completed.
  */
 static void fence_mr_kept_while_outstanding(void)
 {
@@ -4805,14 +4800,14 @@ static int prepare_granted(struct ibv_qp *q, unsigned int access)
 }
 
 /*
- * review M3: the fence is chosen from what the peer grants (PREPARE's
+ * The fence is chosen from what the peer grants (PREPARE's
  * payload, read by the CLI from the peer's snapshot), so that the peer
  * cannot refuse it: a zero-length WRITE if it grants writes (a WRITE sent
  * again is only acknowledged again), else a zero-length READ naming the
  * newest READ's key and address (an atomic's behind atomics alone: rxe
  * looks the key up again when the READ is sent again), else a
- * FETCH_AND_ADD of 0; nothing fitting, a lasting refusal (before, a READ
- * behind a READ, FETCH_AND_ADD behind atomics, whatever the peer granted).
+ * FETCH_AND_ADD of 0; nothing fitting, a lasting refusal (not a READ
+ * behind a READ, FETCH_AND_ADD behind atomics, whatever the peer grants).
  */
 static void fence_chosen_from_what_the_peer_grants(void)
 {
@@ -4882,10 +4877,10 @@ static void fence_chosen_from_what_the_peer_grants(void)
 }
 
 /*
- * review M3: a fence that fails itself (not a flush: the peer refused it)
- * put the QP in error; the release is refused saying so (EIO, a refusal
- * no retry cures), where before it went on as if the QP had failed by
- * itself. Its READ completed before it, and is retired.
+ * A fence that fails itself (not a flush: the peer refused it) put the QP
+ * in error; the release is refused saying so (EIO, a refusal no retry
+ * cures), and does not go on as if the QP had failed by itself. Its READ
+ * completed before it, and is retired.
  */
 static void fence_failure_is_said(void)
 {
@@ -4914,11 +4909,11 @@ static void fence_failure_is_said(void)
 }
 
 /*
- * review H1/M3: a FETCH_AND_ADD 0 still outstanding when a PREPARE ends
- * must not run after a thaw (rxe's add is not atomic with the peer's CPU
- * stores): EINPROGRESS, which the CLI answers by asking again with the
- * job frozen (before: EBUSY, and the CLI thawed). It stays so, behind a
- * NO_FENCE PREPARE too, until it completed.
+ * A FETCH_AND_ADD 0 still outstanding when a PREPARE ends must not run
+ * after a thaw (rxe's add is not atomic with the peer's CPU stores):
+ * EINPROGRESS, which the CLI answers by asking again with the job frozen
+ * (not EBUSY, on which the CLI thaws). It stays so, behind a NO_FENCE
+ * PREPARE too, until it completed.
  */
 static void atomic_fence_keeps_the_job_frozen(void)
 {
@@ -4950,8 +4945,8 @@ static void atomic_fence_keeps_the_job_frozen(void)
 }
 
 /*
- * review H1: a fence that cannot be posted (QP 103's queue full) after
- * QP 102's was: QP 102's is waited for before the refusal, which is a
+ * A fence that cannot be posted (QP 103's queue full) after QP 102's
+ * was: QP 102's is waited for before the refusal, which is a
  * lasting one (ENOSPC: freezing again does not empty a queue), never left
  * outstanding behind it.
  */
@@ -4991,7 +4986,7 @@ static void posted_fences_waited_behind_a_refusal(void)
 }
 
 /*
- * review L2: what freezing again cannot cure is not EBUSY, so the CLI
+ * What freezing again cannot cure is not EBUSY, so the CLI
  * does not thaw and freeze five times for it: a QP whose state cannot be
  * queried, one at SQD with a READ outstanding, the fence's MR refused.
  * And the first lasting refusal is told, not an EBUSY found before it.
@@ -5498,8 +5493,8 @@ static void poller_meets_freed_window(uint32_t key)
 }
 
 /*
- * A window leaves the tables before the vendor frees it (review M4: a poller
- * found it there and read the freed vendor window, ASan's
+ * A window leaves the tables before the vendor frees it (a poller that
+ * found it there would read the freed vendor window: ASan's
  * heap-use-after-free); and comes back to them when the vendor keeps it.
  */
 static void dealloc_races_a_poller(void)

@@ -146,7 +146,7 @@ static void inline_payload_copied(void)
 	sge[0].length = 20;
 	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), EINVAL);
 	CHECK_EQ(ibckpt_wrlog_count(&log), 1);
-	/* so are lengths whose 32-bit sum wraps to a small one (a review) */
+	/* so are lengths whose 32-bit sum wraps to a small one */
 	sge[0].length = 0xfffffff8u;
 	sge[1].length = 0x10;
 	CHECK_EQ(ibckpt_wrlog_send(&log, &wr), EINVAL);
@@ -598,7 +598,7 @@ static void tso_header_is_copied(void)
 /*
  * The PSNs a connected QP's requests take (IBTA: one per MTU or part, at
  * least one; a READ as many as its response; a window bind none), and what
- * an unposted request gave back (H2: the release compares the QP's next PSN
+ * an unposted request gave back (the release compares the QP's next PSN
  * with their sum).
  */
 static void psns_of_requests(void)
@@ -657,8 +657,8 @@ static void psns_of_requests(void)
 
 /*
  * What a queue's log costs follows what is posted on it, not its depth
- * times its largest request (review #9: an mlx5-sized send queue of 16k
- * requests, 30 SGEs and 256 inline bytes took about 27 MB at creation).
+ * times its largest request (an mlx5-sized send queue of 16k requests,
+ * 30 SGEs and 256 inline bytes would take about 27 MB at creation).
  */
 static void memory_follows_posts(void)
 {

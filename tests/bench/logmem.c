@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * What the WR logs and the ibv_wr_* staging of one QP cost (issue #14,
- * review #9), in bytes: at creation, with 64 one-SGE requests outstanding on
+ * What the WR logs and the ibv_wr_* staging of one QP cost (issue #14),
+ * in bytes: at creation, with 64 one-SGE requests outstanding on
  * each queue, and with the queues full of requests of the most SGEs. "Before"
  * is what the fixed rings of 0f38141..this change allocated at creation,
  * whatever was posted: 2 x depth (a power of two) x (88 + 16 x max_sge +

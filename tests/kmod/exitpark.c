@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * exitpark: a thread whose park work runs inside do_exit(), before
- * PF_EXITING is set (review finding kmod #17), for
+ * PF_EXITING is set, for
  * tests/vm/cases/70-freeze-exiting.sh. A traced thread is held at a
  * ptrace stop while a freeze queues its park work (a stopped thread is not
  * woken for it), then let go, so that the work runs where MODE says:

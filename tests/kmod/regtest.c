@@ -61,7 +61,7 @@ static int errors(void)
 	bad |= expect("register from a forked child", WEXITSTATUS(st) ? -1 : 0, 0);
 	bad |= expect("register", reg(fd, IBCKPT_ABI_VERSION, 0), 0);
 	bad |= expect("register twice", reg(fd, IBCKPT_ABI_VERSION, 0), -EBUSY);
-	/* review finding kmod #2/#4: one registration per process, not per file */
+	/* one registration per process, not per file */
 	fd2 = open("/dev/ibckpt", O_RDWR | O_CLOEXEC);
 	bad |= expect("register a second file", reg(fd2, IBCKPT_ABI_VERSION, 0), -EBUSY);
 	close(fd2);
@@ -115,7 +115,7 @@ static int snapshot(int fd, uint64_t session, uint32_t tgid)
 /*
  * Play a provider that answers each quiesce request with a forged identity
  * (another process id, 1 TiB pinned) and tries to give its snapshot again,
- * before and after the answer (review findings kmod #7, #16); prints
+ * before and after the answer; prints
  * "snapshot refusals ok" or what went wrong, until a thaw.
  */
 static int answer(void)
@@ -236,7 +236,8 @@ static void *ticker(void *arg)
 /*
  * A registered process whose control thread (exempt from freezes) starts a
  * thread after it answered the quiesce request, once the job is frozen
- * (review finding kmod #5): that thread counts in FILE and must be parked.
+ * (the module looks at a frozen job again): that thread counts in FILE
+ * and must be parked.
  */
 static int cloner(const char *file)
 {
@@ -266,7 +267,7 @@ static int cloner(const char *file)
 
 /*
  * A provider that dies when asked to quiesce, while a child it forked still
- * holds its /dev/ibckpt file (review finding kmod #14): the registration is
+ * holds its /dev/ibckpt file: the registration is
  * not released, no answer comes; the freeze must not wait for one.
  */
 static int dies(void)

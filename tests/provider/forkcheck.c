@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * forkcheck DEV [-s] [-t SECONDS] [-p FILE]: fork() of a verbs process
- * (review finding #5, provider/fork.c).
+ * (provider/fork.c).
  *
  * The parent opens DEV: a PD, an MR, a CQ and an RC QP connected to itself
  * that a busy thread drives without pause (post a receive and a send, poll

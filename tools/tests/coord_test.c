@@ -262,7 +262,7 @@ static void corrupt_vote_refused(void)
 	CHECK(strstr(v.why, "not a barrier's name"));
 }
 
-/* review M1: lengths whose sum wraps are no record (no read past the file) */
+/* lengths whose sum wraps are no record (no read past the file) */
 static void wrapping_lengths_refused(void)
 {
 	struct coord_opts o = { .rank = 0, .n = 2, .run = "wrap", .timeout_ms = 1000 };
@@ -291,7 +291,7 @@ static void wrapping_lengths_refused(void)
 	coord_verdict_free(&v);
 }
 
-/* review M6: a run decided before is refused, not passed through at once */
+/* a run decided before is refused, not passed through at once */
 static void reused_run_refused(void)
 {
 	struct coord_opts o = { .rank = 0, .n = 1, .run = "once", .timeout_ms = 1000 };
@@ -493,7 +493,7 @@ static void run_left_at_exit(void)
 	CHECK(run_dir_exists("alone-failed"));
 }
 
-/* review M2 and trust: the directory is absolute; one others can write is refused */
+/* trust: the directory is absolute; one others can write is refused */
 static void dir_absolute_and_trusted(void)
 {
 	struct coord_opts o = { .rank = 0, .n = 2, .run = "rel", .timeout_ms = 1000 };

@@ -103,10 +103,10 @@ static void atomic_fence_given_up(void)
 }
 
 /*
- * review L2: an EBUSY, then a refusal no retry cures in a later process:
- * that one is told and ends it (1: the checkpoint is not tried again);
- * the later process was asked for the checks only (before, the first
- * EBUSY ended the asking, and five futile tries followed).
+ * An EBUSY, then a refusal no retry cures in a later process: that one
+ * is told and ends it (1: the checkpoint is not tried again); the later
+ * process was asked for the checks only (the first EBUSY does not end the
+ * asking, which would lead to five futile tries).
  */
 static void lasting_refusal_after_ebusy(void)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The CLI's end of the restart channel (tools/rchan.c) against a provider
- * played by a thread on two pipes of this process (review M2): a reply
+ * played by a thread on two pipes of this process: a reply
  * left over from an earlier command is never taken for this one's, and a
  * provider that stops reading cannot hold the CLI.
  */

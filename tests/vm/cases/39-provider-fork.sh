@@ -1,17 +1,18 @@
 #!/bin/bash
-# fork() of a verbs process (provider/fork.c, review finding #5). forkcheck
-# forks while a thread of the parent is busy in verbs; the child opens rxe0
-# for itself and must get its completion events through its own channel
-# (before the fix the forwarding state was the parent's: the child's channel
-# could wait for ever), while the parent goes on. The same runs directly (the program is sound) and
-# through ibckpt, where every verb of the child on an inherited object is
-# refused (EACCES). Then, with the child in a process group of its own: a
-# freeze of the child's group quiesces the child's context alone (before the
-# fix it also closed the parent's gates, one of them counting the parent's
-# busy thread, and timed out) and promptly, its snapshot holds the child's
-# device and QP only, the parent goes on meanwhile; a freeze of the parent's
-# group afterwards quiesces the parent's (its registration survives the
-# child's copy of /dev/ibckpt); both finish their rounds after the thaws.
+# fork() of a verbs process (provider/fork.c). forkcheck forks while a
+# thread of the parent is busy in verbs; the child opens rxe0 for itself and
+# must get its completion events through its own channel (the forwarding
+# state is the child's, not the parent's, through which the child's channel
+# could wait for ever), while the parent goes on. The same runs directly
+# (the program is sound) and through ibckpt, where every verb of the child
+# on an inherited object is refused (EACCES). Then, with the child in a
+# process group of its own: a freeze of the child's group quiesces the
+# child's context alone (the parent's gates stay open: one of them counts
+# the parent's busy thread, and closing it would time out) and promptly,
+# its snapshot holds the child's device and QP only, the parent goes on
+# meanwhile; a freeze of the parent's group afterwards quiesces the
+# parent's (its registration survives the child's copy of /dev/ibckpt);
+# both finish their rounds after the thaws.
 # vm-timeout: 400
 . "$(dirname "$0")/lib.sh"
 prov=$PWD/provider/libibckpt

@@ -23,7 +23,7 @@ refused 1 "the job contains the requester itself" setsid bash -c 'ibckpt freeze 
 ibckpt status "$WL_PID" > "$T/st" 2>&1
 grep -q "frozen, 7 threads: 7 parked" "$T/st" || fail "state changed: $(cat "$T/st")"
 # reading status needs no privilege, but where another user's threads are
-# parked (user-space PCs, system calls) is not shown (review finding kmod #6)
+# parked (user-space PCs, system calls) is not shown
 setpriv --reuid=65534 --regid=65534 --clear-groups ibckpt -j status "$WL_PID" > "$T/n" ||
 	fail "status as nobody"
 jq -e '[.sessions[0].thread_list[] | select(.ip != 0 or has("syscall"))] | length == 0' "$T/n" \
@@ -31,7 +31,7 @@ jq -e '[.sessions[0].thread_list[] | select(.ip != 0 or has("syscall"))] | lengt
 ibckpt -j status "$WL_PID" | jq -e '[.sessions[0].thread_list[] | select(.ip != 0)] | length == 7' \
 	> /dev/null || fail "status as root does not show where threads are"
 # CAP_CHECKPOINT_RESTORE alone (a checkpoint tool that is not root) stops
-# and reads only its own user's processes (review finding kmod #3)
+# and reads only its own user's processes
 cr() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+checkpoint_restore \
 	--ambient-caps=+checkpoint_restore "$@"; }
 # a provider of root's that gave a snapshot: its MR keys are not for nobody

@@ -17,7 +17,7 @@ grep -q "thread $WL_PID (process $WL_PID) never parked" "$T/e" || fail "straggle
 [ "$(grep -c 'never parked' "$T/e")" = 1 ] || fail "a thread named twice"
 ibckpt status "$WL_PID" | grep -q "process group $WL_PID is not frozen" || fail "aborted session left behind"
 # the park request is still queued (it cannot be withdrawn): the module is
-# in use, rmmod says so at once instead of hanging (review finding kmod #11)
+# in use, rmmod says so at once instead of hanging
 timeout 20 rmmod ibckpt 2> "$T/rm" && fail "rmmod with a park request queued worked"
 [ $? != 124 ] || fail "rmmod hung behind a queued park request"
 grep -q "in use" "$T/rm" || fail "rmmod: $(cat "$T/rm")"

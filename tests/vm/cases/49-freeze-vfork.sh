@@ -1,6 +1,6 @@
 #!/bin/bash
 # A vfork() in flight (posix_spawn() and system() use one) does not keep a
-# job from freezing (review finding kmod #12): the thread waiting in vfork()
+# job from freezing: the thread waiting in vfork()
 # counts as parked once its child is, since it cannot run before the child
 # execs or exits. Nothing moves while frozen; after the thaw the child goes
 # on, and the parent after it. A job that keeps spawning freezes every time.

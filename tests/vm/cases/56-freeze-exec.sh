@@ -1,7 +1,7 @@
 #!/bin/bash
 # A thread that execs takes over its process's main thread's pid
 # (de_thread()): a freeze must not take the new image for the main thread it
-# parked before (review finding kmod #9: threads were identified by pid).
+# parked before (a thread is known by its task, not its pid).
 # A process that keeps re-executing itself from a new thread is frozen 30
 # times; its image count must not move while it is frozen.
 . "$(dirname "$0")/lib.sh"

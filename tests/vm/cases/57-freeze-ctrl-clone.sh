@@ -1,6 +1,6 @@
 #!/bin/bash
 # A control thread is never parked; a thread it starts once the job is
-# frozen is (review finding kmod #5: nothing looked at a frozen job again):
+# frozen is (the module looks at a frozen job again):
 # the rescan of a FROZEN job finds it, the job is FREEZING until it parks,
 # and it does not run until the thaw. A provider whose control thread dies
 # while asked counts as answered.
@@ -32,7 +32,7 @@ c=$(ticks)
 kill -9 "$pid"
 
 # A provider dies when asked to quiesce, its file kept open by a child it
-# forked (review finding kmod #14): the freeze does not wait for an answer
+# forked: the freeze does not wait for an answer
 # that cannot come; the child is frozen.
 setsid tests/kmod/regtest dies > "$T/out2" 2>&1 &
 for _ in $(seq 50); do grep -q registered "$T/out2" && break; sleep 0.1; done

@@ -3,7 +3,7 @@
 # was: a process that holds the application's own rdma_cm file (its
 # connections are kernel state no provider can release), alone and beside
 # a traffic pair that could be released (every process is asked first:
-# none is released, regression for review H1); a job that is not frozen; a
+# none is released); a job that is not frozen; a
 # job released already (frozen again before its reacquire). The refused
 # jobs go on working.
 . "$(dirname "$0")/lib.sh"

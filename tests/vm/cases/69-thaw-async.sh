@@ -1,5 +1,5 @@
 #!/bin/bash
-# Review finding kmod #10: a generic netlink request runs under genl's
+# A generic netlink request runs under genl's
 # cb_lock (read), and a family (un)registration queued behind a slow one
 # stalls every generic netlink user. THAW, and the release of the socket
 # that owns a freeze, must return once the threads are released, not wait

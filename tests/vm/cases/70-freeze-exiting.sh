@@ -1,9 +1,9 @@
 #!/bin/bash
-# Review finding kmod #17: task works run inside do_exit() before PF_EXITING
+# Task works run inside do_exit() before PF_EXITING
 # is set, from ptrace's exit event (ptrace_notify()) and from io_uring's
-# cancel (io_uring_files_cancel()). A thread whose park work ran there
-# parked mid-exit and was reported parked; now it counts as exited and goes
-# on exiting while the rest of the job stays frozen.
+# cancel (io_uring_files_cancel()). A thread whose park work runs there
+# must not park mid-exit and be reported parked: it counts as exited and
+# goes on exiting while the rest of the job stays frozen.
 #
 # tests/kmod/exitpark holds a traced thread T of a two-thread job at a ptrace
 # stop while the freeze queues T's park work (a stopped thread is not woken
