@@ -128,10 +128,12 @@ demo:
 	$(MAKE) all
 	tests/vm/run --timeout 900 -- tests/demo/demo.sh
 
-# The long runs: the freeze-under-traffic test with SOAK_CYCLES freeze/thaw
-# cycles of both processes (every 10th snapshot cross-checked), then the
-# Open MPI jobs, on one node (mpirun) and on two (srun), frozen whole
-# SOAK_JOB_CYCLES times.
+# The long runs of the cases that make check runs shorter: the
+# freeze-under-traffic test with SOAK_CYCLES freeze/thaw cycles of both
+# processes (every 10th snapshot cross-checked); the Open MPI jobs on one
+# node (mpirun) and on two (srun), the two-node pingpongs and the Slurm step
+# frozen whole SOAK_JOB_CYCLES times each; the two-node job checkpointed and
+# restarted SOAK_JOB_CYCLES / 2 times.
 SOAK_CYCLES ?= 2000
 SOAK_JOB_CYCLES ?= 200
 soak:
@@ -143,6 +145,12 @@ soak:
 		tests/vm/cases/55-job-mpi.sh
 	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
 		tests/vm/multinode/40-slurm-mpi.sh
+	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
+		tests/vm/multinode/10-rc-pingpong.sh
+	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
+		tests/vm/multinode/30-slurm-step.sh
+	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_ROUNDS=$$(($(SOAK_JOB_CYCLES) / 2)) \
+		tests/vm/multinode/20-traffic-ckpt.sh
 
 bench:
 	scripts/install-deps all

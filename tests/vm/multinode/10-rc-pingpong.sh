@@ -1,7 +1,8 @@
 #!/bin/bash
 # Two nodes, one link (tests/vm/run --nodes 2): unmodified ibv_rc_pingpong,
 # server on node 0 and client on node 1, both through the ibckpt provider, is
-# frozen as one job 20 times while it runs. Each node freezes its own
+# frozen as one job again and again while it runs (IBCKPT_CYCLES times,
+# default 8; `make soak` runs 200). Each node freezes its own
 # process with `ibckpt freeze --node R/2` (restart.rst, "A job on several
 # nodes"), which returns only once both parts are quiesced; both `ibckpt
 # status` say frozen and the QP's PSNs stand still, the nodes meet, each
@@ -12,7 +13,7 @@
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
-CYCLES=${IBCKPT_CYCLES:-20}
+CYCLES=${IBCKPT_CYCLES:-8}	# `make soak` runs 200
 RV=$IBCKPT_SHARED/rendezvous	# where the nodes' ibckpt meet
 SERVER_IP=$(node_ip 0) || fail "no address for node 0"
 me=node$IBCKPT_NODE
@@ -132,10 +133,11 @@ cycle_pair() {
 	node_barrier "$name.done" 400
 }
 
-cycle_pair rc_pingpong "^${PP_ITERS:=6000} iters in [0-9.]+ seconds" \
+# Iterations enough to outlast the cycles: about 400 and 10,000 a cycle.
+cycle_pair rc_pingpong "^${PP_ITERS:=$((400 * CYCLES))} iters in [0-9.]+ seconds" \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS" -- \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS"
-cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=160000} +[0-9.]+ +[0-9.]+" \
+cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=$((10000 * CYCLES))} +[0-9.]+ +[0-9.]+" \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS" -- \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS"
 pass

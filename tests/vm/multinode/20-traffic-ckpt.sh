@@ -6,7 +6,8 @@
 # which move with their part as a migrated service's address does). Each
 # node runs `ibckpt checkpoint --node R/2` on its part and `ibckpt restart
 # --node R/2`; the nodes meet at barriers in the shared checkpoint directory.
-#  - ROUNDS checkpoints and restarts in place under full traffic;
+#  - ROUNDS checkpoints and restarts in place under full traffic
+#    (IBCKPT_ROUNDS, default 5; `make soak` runs 100);
 #  - a node that never comes: the other's freeze is undone after the timeout,
 #    its part runs on;
 #  - node 1's criu dump fails: node 0's criu leaves its part running (its
@@ -21,7 +22,7 @@
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
-ROUNDS=${IBCKPT_ROUNDS:-10}
+ROUNDS=${IBCKPT_ROUNDS:-5}	# `make soak` runs 100
 # Soft-RoCE's fetch-and-add that completes without its result
 # (tests/traffic/atomic.c) comes far more often across a real link with
 # retransmissions than on one host: tolerated here, counted at the end. The

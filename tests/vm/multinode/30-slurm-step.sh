@@ -4,8 +4,9 @@
 # the command on every node of the step through srun (restart.rst, "A Slurm
 # job step"): one `srun -N2` step of the traffic generator, its server on
 # node 0 and its client on node 1, is
-#  - frozen and thawed as one job FREEZES times (both nodes' parts frozen,
-#    their QPs' PSNs still, traffic on after each thaw);
+#  - frozen and thawed as one job FREEZES times (IBCKPT_CYCLES, default 4;
+#    `make soak` runs 200): both nodes' parts frozen, their QPs' PSNs
+#    still, traffic on after each thaw;
 #  - refused while Slurm holds it suspended (scontrol suspend), by the
 #    command and by each node's own check, and frozen again once resumed;
 #  - checkpointed and restarted through Slurm ROUNDS times: each restart is
@@ -17,7 +18,7 @@
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
-FREEZES=${IBCKPT_CYCLES:-10}
+FREEZES=${IBCKPT_CYCLES:-4}	# `make soak` runs 200
 ROUNDS=${IBCKPT_ROUNDS:-3}
 UNANSWERED=100 UDLOST=1000	# as in 20-traffic-ckpt.sh: soft-RoCE across guests
 me=$IBCKPT_NODE
@@ -35,10 +36,11 @@ if ! node_is 0; then
 		jid=$(node_get nopart 600) || fail "node 0 never asked"
 		refused 1 "Slurm step $jid.7 has no processes on this node" \
 			ibckpt freeze --slurm "$jid.7" -D "$FZ" --node 1/2 --run nopart
-		node_get finish 800 > /dev/null || fail "node 0 never finished"
+		# a freeze and thaw through srun take about 10 s
+		node_get finish $((700 + 15 * FREEZES)) > /dev/null || fail "node 0 never finished"
 		kill -INT "$(cat "$J/1.pid")" || fail "no client to stop"
 	fi
-	node_barrier done 900
+	node_barrier done $((800 + 15 * FREEZES))
 	pass
 fi
 
