@@ -133,7 +133,8 @@ demo:
 # processes (every 10th snapshot cross-checked); the Open MPI jobs on one
 # node (mpirun) and on two (srun), the two-node pingpongs and the Slurm step
 # frozen whole SOAK_JOB_CYCLES times each; the two-node job checkpointed and
-# restarted SOAK_JOB_CYCLES / 2 times.
+# restarted SOAK_JOB_CYCLES / 2 times; the freeze cycles beside four
+# spinning threads and the job selectors with movers that tick every ms.
 SOAK_CYCLES ?= 2000
 SOAK_JOB_CYCLES ?= 200
 soak:
@@ -151,6 +152,8 @@ soak:
 		tests/vm/multinode/30-slurm-step.sh
 	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_ROUNDS=$$(($(SOAK_JOB_CYCLES) / 2)) \
 		tests/vm/multinode/20-traffic-ckpt.sh
+	tests/vm/run --timeout 36000 -- env IBCKPT_SPINNERS=4 tests/vm/cases/47-freeze-cycles.sh
+	tests/vm/run --timeout 36000 -- env IBCKPT_MOVER_TICK_MS=1 tests/vm/cases/53-job-selectors.sh
 
 bench:
 	scripts/install-deps all

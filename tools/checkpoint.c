@@ -47,11 +47,11 @@ static int session_thaw(uint64_t id)
  * Return: release_job()'s, or 1.
  */
 static int freeze_release(struct cli_job *job, const char *dir, const char *what,
-			  const char *timeout, uint64_t *session, struct coord *co, bool keep)
+			  unsigned long timeout_ms, uint64_t *session, struct coord *co, bool keep)
 {
 	/* the job as a freeze names it: a Slurm step is its cgroup on this node */
 	struct cli_job fj = { .type = job->type, .id = job->id, .cgroup = job->cgroup };
-	struct freeze_opts fo = { .persist_s = 600 };
+	struct freeze_opts fo = { .timeout_ms = timeout_ms, .persist_s = 600 };
 	struct cli_job by_id = { 0 };
 	struct cli_session s;
 	unsigned int released;
@@ -60,10 +60,9 @@ static int freeze_release(struct cli_job *job, const char *dir, const char *what
 	int err, rc;
 
 	ckpt_timing(NULL);
-	rc = freeze_timeout(timeout, &fo.timeout_ms) ? 1 : 0;
-	if (!rc && ibnl_open(&n, 0)) {
+	if (ibnl_open(&n, 0)) {
 		rc = 1;
-	} else if (!rc) {
+	} else {
 		rc = freeze_job(&n, &fj, &fo, &s);
 		if (!rc && !json)
 			freeze_print(&s, cli_job_describe(&fj, desc, sizeof(desc)), true, false);
@@ -232,7 +231,8 @@ int cmd_checkpoint(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char what[320], desc[288], pdir[4200];
-	const char *dir = NULL, *timeout = "10000", *part;
+	const char *dir = NULL, *part;
+	unsigned long timeout_ms = 10000;
 	struct cli_job job = { 0 }, by_id = { 0 };
 	int c, err, leave = 0, rc, attempt, nopart;
 	struct coord_opts nopts = { 0 };
@@ -253,7 +253,8 @@ int cmd_checkpoint(int argc, char **argv)
 			leave = 1;
 			break;
 		case 't':
-			timeout = optarg;
+			if (freeze_timeout(optarg, &timeout_ms))
+				return 2;
 			break;
 		default:
 			err = nodes_opt(c, optarg, &nopts);
@@ -312,7 +313,7 @@ int cmd_checkpoint(int argc, char **argv)
 	 * waited out by freezing again a little later (on every node alike).
 	 */
 	for (attempt = 1;; attempt++) {
-		rc = freeze_release(&job, part, what, timeout, &by_id.session, co, !leave);
+		rc = freeze_release(&job, part, what, timeout_ms, &by_id.session, co, !leave);
 		if (rc == 3 && attempt == CHECKPOINT_TRIES)
 			fprintf(stderr, "ibckpt: %s: gave up after %d tries: requests still in "
 				"flight; the job runs on\n", what, CHECKPOINT_TRIES);
@@ -340,7 +341,7 @@ int cmd_checkpoint(int argc, char **argv)
 			rc = criu_dump(part, root, by_id.session);
 		}
 		/* criu failed before its action: the job is still frozen */
-		if (rc && thaw_session_left(by_id.session, json))
+		if (rc && thaw_session_left(by_id.session, !json))
 			fprintf(stderr, "ibckpt: %s: the job is left frozen "
 				"(ibckpt thaw --id %llu)\n", what, (unsigned long long)by_id.session);
 		if (!rc)

@@ -188,7 +188,7 @@ int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_op
 void freeze_print(const struct cli_session *s, const char *desc, bool persist, bool as_json);
 int thaw_session(uint64_t id, double *secs);
 void thaw_print(const struct cli_job *job, double secs, bool as_json);
-int thaw_session_left(uint64_t id, bool as_json);
+int thaw_session_left(uint64_t id, bool print);
 
 /* The commands, each in the file of its name; main (ibckpt.c) runs them. */
 int cmd_status(int argc, char **argv);		/* status.c */

@@ -208,7 +208,7 @@ static int dump_thaw(const char *session, const char *dir)
 		fprintf(stderr, "ibckpt: criu's action: bad session '%s'\n", session);
 		return 1;
 	}
-	if (thaw_session_left(id, false))	/* into criu's log, as text */
+	if (thaw_session_left(id, true))	/* into criu's log, as text */
 		return 1;
 	rc = job_load(dir, &j) || wait_unregistered(&j);
 	job_chans_free(&j);

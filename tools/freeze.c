@@ -226,23 +226,9 @@ int freeze_timeout(const char *arg, unsigned long *ms)
 	return 0;
 }
 
-/**
- * freeze_job() - freeze @job and wait until the module says it is frozen
- * @n: the socket the freeze belongs to: unless @o->persist_s, its close thaws the job
- * @job: the job
- * @o: the module's timeout, and how long a persistent freeze may last
- * @s: the frozen session (s->id); its job is @job, as the user named it (the
- *     module gives a cgroup's path its own way)
- *
- * SIGINT, SIGTERM and SIGHUP interrupt the wait, and the job is thawed. The
- * handlers stay: they end the holding of the freeze too (cmd_freeze()).
- * Return: 0 when frozen, or 1 (said as "ibckpt: cannot freeze JOB: ..."; the
- * job runs).
- */
-int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
-	       struct cli_session *s)
+static int freeze_wait(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
+		       struct cli_session *s)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct cli_job by_id = { 0 };
 	char ext[256], what[320], desc[288];
 	double t0, sleep_s = 0.001;
@@ -252,10 +238,6 @@ int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_op
 
 	cli_job_describe(job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot freeze %s", desc);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
 	t0 = now();
 	m = ibnl_msg(n, IBCKPT_CMD_FREEZE, 0);
 	err = cli_job_put(m, job);
@@ -333,6 +315,32 @@ int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_op
 	return 1;
 }
 
+/**
+ * freeze_job() - freeze @job and wait until the module says it is frozen
+ * @n: the socket the freeze belongs to: unless @o->persist_s, its close thaws the job
+ * @job: the job
+ * @o: the module's timeout, and how long a persistent freeze may last
+ * @s: the frozen session (s->id); its job is @job, as the user named it (the
+ *     module gives a cgroup's path its own way)
+ *
+ * SIGINT, SIGTERM and SIGHUP interrupt the wait, and the job is thawed. The
+ * handlers stay after it: they end the holding of the freeze
+ * (cmd_freeze()), and a checkpoint is not cut short between its release
+ * and its reacquire, which would leave the job released.
+ * Return: 0 when frozen, or 1 (said as "ibckpt: cannot freeze JOB: ..."; the
+ * job runs).
+ */
+int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
+	       struct cli_session *s)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return freeze_wait(n, job, o, s);
+}
+
 /*
  * Thaw @job through @n; a failure is said as "ibckpt: @what: ...". *@secs:
  * how long the thaw took. Return: 0, or 1.
@@ -393,15 +401,14 @@ void thaw_print(const struct cli_job *job, double secs, bool as_json)
 /**
  * thaw_session_left() - thaw the freeze session @id if it is still frozen
  * @id: the session
- * @as_json: print the thaw in JSON
+ * @print: print the thaw as text, as thaw_print() does
  *
  * A checkpoint keeps its released job frozen for criu's pre-dump action
  * (criu_dump()): the action thaws it, unless the freeze's --persist ended
  * it first; a checkpoint that fails before the action thaws it itself.
- * A thaw is printed as thaw_print() does.
  * Return: 0 (thawed, or not frozen any more), or 1 (said).
  */
-int thaw_session_left(uint64_t id, bool as_json)
+int thaw_session_left(uint64_t id, bool print)
 {
 	struct cli_job all = { 0 }, by_id = { .session = id };
 	struct cli_sessions l = { 0 };
@@ -428,7 +435,8 @@ int thaw_session_left(uint64_t id, bool as_json)
 		return 0;
 	if (thaw_session(id, &secs))
 		return 1;
-	thaw_print(&by_id, secs, as_json);
+	if (print)
+		thaw_print(&by_id, secs, false);
 	return 0;
 }
 

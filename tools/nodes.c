@@ -104,7 +104,7 @@ int nodes_finish(struct coord_opts *o)
  */
 int nodes_vote(struct coord *co, const char *name, int rc, const char *msg, const void *data,
 	       size_t len, unsigned int flags, coord_decide_fn decide, void *arg,
-	  struct coord_verdict *out)
+	       struct coord_verdict *out)
 {
 	struct coord_verdict v;
 	char phase[96];

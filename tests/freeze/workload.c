@@ -25,11 +25,12 @@
  *                              ticking once a second from nanosleep(), with
  *                              small stacks: thousands of them fit the VM
  *                              (waking every 10 ms, 8,192 threads swamp it)
- *   workload mover FILE HOW N  forks a child every 50 ms, N in all, each of
+ *   workload mover FILE HOW N [MS]
+ *                              forks a child every 50 ms, N in all, each of
  *                              which leaves for a process group of its own
  *                              (HOW=pgrp), or alternately a group and a
  *                              session of its own (HOW=sid), and keeps
- *                              ticking (every 10 ms) from there
+ *                              ticking (every MS ms, default 10) from there
  *   workload snap FILE         print "errors c0 c1 c2 ..." once
  *   workload ready FILE        exit 0 once the workload has started the
  *                              threads and processes its mode begins with
@@ -316,18 +317,21 @@ int main(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		}
 	}
-	if (argc == 5 && !strcmp(argv[1], "mover")) {
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "mover")) {
 		/*
-		 * A tick every 10 ms: eighty processes waking every
-		 * millisecond kept an emulated CPU busy with nothing else.
+		 * A tick every 10 ms by default: eighty processes waking
+		 * every millisecond keep an emulated CPU busy with nothing
+		 * else.
 		 */
-		struct timespec spawn = { 0, 50 * 1000 * 1000 }, ms = { 0, 10 * 1000 * 1000 };
+		long every = argc == 6 ? atol(argv[5]) : 10;
+		struct timespec spawn = { 0, 50 * 1000 * 1000 }, ms = { 0, every * 1000 * 1000 };
 		int sid = !strcmp(argv[3], "sid");
 		uint32_t slot;
 
 		sh = map(argv[2], 1);
 		n = atol(argv[4]);
-		if (n < 0 || n + 1 > MAXT || (!sid && strcmp(argv[3], "pgrp")))
+		if (n < 0 || n + 1 > MAXT || (!sid && strcmp(argv[3], "pgrp")) ||
+		    every < 1 || every > 999)
 			return 2;
 		sh->nthreads = 1;
 		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
@@ -391,6 +395,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: workload run FILE NBUSY | forker FILE | vfork FILE SECS | "
 		"exec FILE | spawn FILE | spin FILE N | procs FILE N | sleepers FILE N | "
-		"mover FILE pgrp|sid N | snap FILE | ready FILE\n");
+		"mover FILE pgrp|sid N [MS] | snap FILE | ready FILE\n");
 	return 2;
 }

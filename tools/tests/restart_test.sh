@@ -95,5 +95,15 @@ expect map_too_long 2 "--map takes DEV=DEV" -- \
 	reacquire -D "$T/foreign" --map "rxe0=$(printf 'x%.0s' $(seq 80))"
 expect release_usage 2 "usage: ibckpt release" -- release 1234
 expect checkpoint_usage 2 "usage: ibckpt checkpoint" -- checkpoint 1234
+# a bad --timeout is refused before the directory is touched: a whole
+# checkpoint there stays whole
+mkdir -m 0700 "$T/whole" && touch "$T/whole/ibckpt-complete"
+expect checkpoint_bad_timeout 2 "--timeout takes 1 to" -- checkpoint -D "$T/whole" --timeout 0 $victim
+if [ -e "$T/whole/ibckpt-complete" ]; then
+	echo "PASS: restart/checkpoint_bad_timeout_keeps_dir"
+else
+	echo "FAIL: restart/checkpoint_bad_timeout_keeps_dir (the checkpoint was unmarked)"
+	rc=1
+fi
 kill -0 $victim || { echo "FAIL: restart/victim_untouched (the process died)"; rc=1; }
 exit $rc

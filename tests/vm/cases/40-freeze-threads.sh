@@ -3,8 +3,8 @@
 # read, poll and FUTEX_WAIT - invisibly (no stop state, no SIGCHLD), nothing
 # moves while frozen, status says where each thread is; thaw lets every
 # thread go on and every blocked call completes normally (no EINTR).
-# Two vCPUs: a spinning thread running on the other CPU is parked there by
-# a kick, not by a wakeup.
+# Two vCPUs: the spinning threads run on the other CPU too while the freeze
+# comes, as on a real machine (one vCPU would run only one thing at a time).
 # vm-smp: 2
 . "$(dirname "$0")/lib.sh"
 wl_start run 4

@@ -17,10 +17,13 @@
 # mover_running: the workload runs (a fixed 0.5 s was not always enough
 # under load)
 mover_running() { wl_wait_ready; }
+# The movers tick every IBCKPT_MOVER_TICK_MS (default 10; `make soak` runs 1,
+# which keeps the guest's CPU busy with wakeups).
+tick=${IBCKPT_MOVER_TICK_MS:-10}
 # mover_start HOW N: tests/freeze/workload mover, in a session of its own
 mover_start() {
 	WL_FILE=$T/wl.$RANDOM
-	setsid "$WORKLOAD" mover "$WL_FILE" "$1" "$2" > "$T/wl.out" 2> "$T/wl.err" &
+	setsid "$WORKLOAD" mover "$WL_FILE" "$1" "$2" "$tick" > "$T/wl.out" 2> "$T/wl.err" &
 	WL_PID=$!
 	mover_running
 }
@@ -98,7 +101,7 @@ mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || fail "mo
 cg=/sys/fs/cgroup/ibckpt-job.$$
 mkdir -p "$cg/inner" || fail "mkdir $cg"
 WL_FILE=$T/wl.cg
-setsid bash -c "echo \$\$ > $cg/inner/cgroup.procs && exec $WORKLOAD mover $WL_FILE sid 80" \
+setsid bash -c "echo \$\$ > $cg/inner/cgroup.procs && exec $WORKLOAD mover $WL_FILE sid 80 $tick" \
 	> "$T/wl.out" 2> "$T/wl.err" &
 WL_PID=$!
 mover_running

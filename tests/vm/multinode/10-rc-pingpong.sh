@@ -133,11 +133,13 @@ cycle_pair() {
 	node_barrier "$name.done" 400
 }
 
-# Iterations enough to outlast the cycles: about 400 and 10,000 a cycle.
-cycle_pair rc_pingpong "^${PP_ITERS:=$((400 * CYCLES))} iters in [0-9.]+ seconds" \
+# Iterations to outlast the cycles, which took up to 83 pingpong iterations
+# and about 2,300 writes a cycle, with a margin that keeps the programs'
+# run after the last cycle short.
+cycle_pair rc_pingpong "^${PP_ITERS:=$((1000 + 150 * CYCLES))} iters in [0-9.]+ seconds" \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS" -- \
 	ibv_rc_pingpong -d rxe0 -g 0 -n "$PP_ITERS"
-cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=$((10000 * CYCLES))} +[0-9.]+ +[0-9.]+" \
+cycle_pair write_bw "^ +${BW_SIZE:=4096} +${BW_ITERS:=$((20000 + 3500 * CYCLES))} +[0-9.]+ +[0-9.]+" \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS" -- \
 	ib_write_bw -d rxe0 -x 0 -s "$BW_SIZE" -n "$BW_ITERS"
 pass

@@ -30,7 +30,8 @@ ROUNDS=${IBCKPT_ROUNDS:-5}	# `make soak` runs 100
 # between guests drops a datagram now and then (seen with ibckpt and
 # without, under load); lost ones are tolerated and counted, duplicated,
 # reordered or corrupted ones are still errors.
-UNANSWERED=100 UDLOST=1000
+# (more in a longer run: make soak)
+UNANSWERED=$((ROUNDS > 10 ? 10 * ROUNDS : 100)) UDLOST=$((ROUNDS > 10 ? 100 * ROUNDS : 1000))
 me=$IBCKPT_NODE
 mine() { node_is 0 || node_is 1; }	# nodes beyond two only meet at barriers
 if mine; then

@@ -20,7 +20,8 @@
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
 FREEZES=${IBCKPT_CYCLES:-4}	# `make soak` runs 200
 ROUNDS=${IBCKPT_ROUNDS:-3}
-UNANSWERED=100 UDLOST=1000	# as in 20-traffic-ckpt.sh: soft-RoCE across guests
+# as in 20-traffic-ckpt.sh: soft-RoCE across guests, more in a longer run
+UNANSWERED=$((FREEZES > 10 ? 10 * FREEZES : 100)) UDLOST=$((FREEZES > 10 ? 100 * FREEZES : 1000))
 me=$IBCKPT_NODE
 modprobe -a unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag ||
 	fail "cannot load the *_diag modules"
@@ -33,14 +34,14 @@ export RDMAV_DRIVERS=$PWD/provider/libibckpt	# srun passes the environment on
 if ! node_is 0; then
 	if node_is 1; then
 		# a node with no part of the step fails the first barrier at once
-		jid=$(node_get nopart 600) || fail "node 0 never asked"
+		# node 0 asks after its freezes (a freeze and thaw through srun: about 10 s)
+		jid=$(node_get nopart $((600 + 15 * FREEZES))) || fail "node 0 never asked"
 		refused 1 "Slurm step $jid.7 has no processes on this node" \
 			ibckpt freeze --slurm "$jid.7" -D "$FZ" --node 1/2 --run nopart
-		# a freeze and thaw through srun take about 10 s
-		node_get finish $((700 + 15 * FREEZES)) > /dev/null || fail "node 0 never finished"
+		node_get finish 800 > /dev/null || fail "node 0 never finished"
 		kill -INT "$(cat "$J/1.pid")" || fail "no client to stop"
 	fi
-	node_barrier done $((800 + 15 * FREEZES))
+	node_barrier done $((900 + 15 * FREEZES))
 	pass
 fi
 
