@@ -796,6 +796,9 @@ struct ibckpt_qp *ibckpt_qp_lookup(struct ibckpt_context *ctx, struct ibckpt_cq 
 void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
 			    const struct ibv_wc *wc);
 
+static inline void ibckpt_qp_retire_into(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
+					 struct ibv_wc *wc);
+
 /**
  * ibckpt_qp_retire() - retire the logged request a completion reports
  * @ctx: context of the CQ
@@ -811,9 +814,6 @@ void ibckpt_qp_retire_exact(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
  * the CQ's last QP is tried first, and the context's table (qpn_lock) only
  * when it is another.
  */
-static inline void ibckpt_qp_retire_into(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
-					 struct ibv_wc *wc);
-
 static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq *cq,
 				    struct ibv_wc *wc)
 {

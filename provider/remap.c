@@ -100,13 +100,6 @@ bool ibckpt_remap_src_qp(uint32_t real, uint32_t *vid)
 	return false;
 }
 
-/**
- * ibckpt_remap_set() - install the job's identities
- * @id: every process's entries, as REMAP carries them
- * @n: how many
- *
- * Return: 0, EINVAL for an unknown kind, ENOMEM.
- */
 /* Under REMAP: tab's entry for (kind, vdev, vid), free or that one. */
 static struct remap_ent *remap_slot(uint32_t kind, uint64_t vdev, uint32_t vid)
 {
@@ -119,6 +112,13 @@ static struct remap_ent *remap_slot(uint32_t kind, uint64_t vdev, uint32_t vid)
 	return &tab[h];
 }
 
+/**
+ * ibckpt_remap_set() - install the job's identities
+ * @id: every process's entries, as REMAP carries them
+ * @n: how many
+ *
+ * Return: 0, EINVAL for an unknown kind, ENOMEM.
+ */
 int ibckpt_remap_set(const struct ibckpt_ident *id, uint32_t n)
 {
 	uint32_t i, size = 16, nent = n;

@@ -301,7 +301,8 @@ static int agent_rank(struct coord_opts *o, const char *dir)
  * @dir: -D DIR, which a step on several nodes needs
  * @flags: SLURM_FANOUT (fan out if no --node), SLURM_SUSPENDED_OK (take a
  *	   suspended step: thaw, status)
- * @argc, @argv: the command, run again by each agent
+ * @argc: how many words @argv has
+ * @argv: the command, run again by each agent
  *
  * Return: 0 to go on here with @j naming this node's part; 1 (said) if this
  * node has no part to take, in a job on several nodes (@o->n set): the
@@ -375,7 +376,8 @@ int slurm_job_finish(struct cli_job *j, struct coord_opts *o, const char *dir,
  * @several: the checkpoint is one of a job on several nodes (DIR/part.R, even
  *	     if only one): each agent takes --node R/N
  * @o: set in an agent (from SLURM_NODEID)
- * @argc, @argv: the command, run again by each agent
+ * @argc: how many words @argv has
+ * @argv: the command, run again by each agent
  *
  * Return: 0 in an agent (it restores its part and waits for it); -1 (said)
  * on an error. Does not return when the command fans out.
