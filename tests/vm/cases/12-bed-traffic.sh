@@ -1,5 +1,5 @@
 #!/bin/bash
-# The traffic generator itself is sound on the bare test bed (no ibckpt):
+# The traffic generator itself (tests/traffic/) is sound on the bare test bed (no ibckpt):
 # RC SEND/SRQ, WRITE WITH IMM, READ, fetch-and-add and UD, all verified.
 . "$(dirname "$0")/lib.sh"
 traffic_start_server rxe0 8

@@ -1,10 +1,15 @@
 #!/bin/bash
-# /dev/ibckpt registration: refusals (bad ABI, flags, inherited fd, twice,
-# a second file of the same process), one snapshot per freeze stamped with
-# the module's identity,
-# status lists a registered process with its process group and control thread,
-# the registration ends with the process, rmmod is refused while a file is
-# open, and 1000 register/close cycles leak nothing.
+# /dev/ibckpt registration and its refusals: a bad ABI or flags, a file
+# inherited across fork(), registering twice, a second file of the same
+# process (one registration per process). `ibckpt status` lists a registered
+# process with its process group and control thread. tests/kmod/regtest
+# answer then plays a provider that forges its snapshot's identity (another
+# pid, 1 TiB pinned): its snapshot for another session is refused (ESRCH),
+# its first for the session accepted, a second one refused before and after
+# its answer (EALREADY), and `ibckpt dump` shows its own pid and its real
+# pinned memory, stamped by the module. The registration ends with the
+# process, rmmod is refused while a file is open, and 1000 register/close
+# cycles leak nothing.
 . "$(dirname "$0")/lib.sh"
 R=tests/kmod/regtest
 $R errors || fail "registration refusals"

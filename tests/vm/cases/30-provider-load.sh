@@ -1,8 +1,9 @@
 #!/bin/bash
 # The provider loads into rdma-core 44's libibverbs through RDMAV_DRIVERS,
 # finds the vendor provider of each device (rxe) with no code per vendor and
-# stacks on it; IBCKPT_DISABLE=1 leaves every device to its vendor; with the
-# vendor provider missing it says so, does not crash, and claims nothing.
+# stacks on both devices; IBCKPT_DISABLE=1 leaves every device to its vendor;
+# with the vendor's .driver file removed it says so, does not crash, and
+# claims nothing. ibv_rc_pingpong runs through it.
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 IBCKPT_DEBUG=1 ibv_devices > "$T/out" 2> "$T/err"

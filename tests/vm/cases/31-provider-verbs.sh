@@ -1,11 +1,13 @@
 #!/bin/bash
 # Unmodified verbs programs give the same results through the stacking
-# provider as without it: the rdma-core examples (each also with -e,
-# completion events), perftest latency/bandwidth, rdma_cm programs. Where rxe
-# lacks a feature (XRC) the program fails the same way both times. The
-# provider's statistics prove every stacked run went through it. A run that
-# fails, direct or through ibckpt, gets one more try (soft-RoCE under
-# emulation loses packets on a busy host); both tries are logged.
+# provider as without it: ibv_{rc,uc,ud,srq}_pingpong (each also with -e,
+# completion events), ibv_xsrq_pingpong, perftest's
+# ib_{send,write,read,atomic}_{lat,bw}, rping and rdma_server/rdma_client.
+# Where rxe lacks a feature (XRC: ibv_xsrq_pingpong) the program fails the
+# same way both times. The provider's statistics prove every stacked run
+# went through it. A run that fails, direct or through ibckpt, gets one more
+# try (soft-RoCE under emulation loses packets on a busy host: "rdma_rxe:
+# Failed sending ACK"); both tries are logged.
 . "$(dirname "$0")/lib.sh"
 prov=$PWD/provider/libibckpt
 failures=0

@@ -1,14 +1,17 @@
 #!/bin/bash
-# Extended CQs, memory windows and the ibv_wr_* API through ibckpt: excheck's completions
+# Extended CQs, memory windows and the ibv_wr_* API through ibckpt
+# (tests/provider/bin/excheck): its completions
 # (ibv_start_poll and the ibv_wc_read_* accessors: wr_id, opcode, length,
 # immediate, QPN, flags, in order, once) are the same with and without
 # ibckpt, its CQ events name its own CQ, RDMA writes land through type 1
 # and type 2 windows, and a batch of the ibv_wr_* API (send with inline data
-# and immediate, gathered write, read, atomics; an aborted batch) lands. Then, frozen after posting and before polling, its
-# completions are drained at the freeze and come back through ibv_start_poll
-# after the thaw, exactly once and in order; the snapshot holds both windows
-# with their binds, and an unsignaled bind still logged for a window freed
-# since names no window (the snapshot never follows the freed pointer).
+# and immediate, gathered write, read, atomics) lands; an aborted batch posts
+# nothing. Then, frozen after posting and before polling, its 6 completions
+# (3 sends, 3 receives) are drained at the freeze and come back through
+# ibv_start_poll after the thaw, exactly once and in order; the snapshot
+# holds both windows with their binds, and an unsignaled bind still logged
+# for a window freed since names no window (the snapshot never follows the
+# freed pointer).
 . "$(dirname "$0")/lib.sh"
 export IBCKPT_STATS=1
 prov=$PWD/provider/libibckpt

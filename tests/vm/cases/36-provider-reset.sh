@@ -3,7 +3,9 @@
 # for them) leave the provider's books too. resetcheck's 20 reset cycles,
 # each filling the receive queue and posting an unsignaled write, work
 # through ibckpt as directly; frozen afterwards with two receives posted, its
-# snapshot lists those two and nothing of the cycles.
+# snapshot lists those two and nothing of the cycles. Regression: ibckpt
+# kept the discarded requests in its log, and the third cycle's receive was
+# refused with ENOMEM.
 . "$(dirname "$0")/lib.sh"
 prov=$PWD/provider/libibckpt
 x=tests/provider/bin/resetcheck

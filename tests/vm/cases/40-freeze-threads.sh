@@ -3,9 +3,8 @@
 # read, poll and FUTEX_WAIT - invisibly (no stop state, no SIGCHLD), nothing
 # moves while frozen, status says where each thread is; thaw lets every
 # thread go on and every blocked call completes normally (no EINTR).
-# Two vCPUs: the spinning threads run on the other CPU too while the freeze
-# comes, as on a real machine (one vCPU would run only one thing at a time).
 # vm-smp: 2
+# (two vCPUs: a spinning thread runs on the other CPU while the freeze comes, as on a real machine)
 . "$(dirname "$0")/lib.sh"
 wl_start run 4
 a=$(wl_snap); sleep 0.3; b=$(wl_snap)

@@ -1,8 +1,13 @@
 #!/bin/bash
 # Bad requests get a clear error and a non-zero exit, and change nothing:
 # freezing twice, thawing a running group, unknown or malformed pgid, the
-# requester's own group, an unprivileged user, a bad option, a checkpoint
-# tool with CAP_CHECKPOINT_RESTORE alone against another user's processes.
+# requester's own group ("the job contains the requester itself"), an
+# unprivileged thaw, a bad option. `ibckpt status` needs no privilege, but
+# as nobody it shows no thread's ip or system call (where another user's
+# threads are parked is not for everyone to read). nobody with
+# CAP_CHECKPOINT_RESTORE alone (a checkpoint tool that is not root) can
+# neither dump nor freeze root's process (it needs CAP_SYS_ADMIN) nor freeze
+# --tree 1, but freezes and thaws its own.
 . "$(dirname "$0")/lib.sh"
 wl_start run 1
 refused 1 "not frozen" ibckpt thaw "$WL_PID"

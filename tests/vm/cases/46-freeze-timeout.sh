@@ -1,8 +1,10 @@
 #!/bin/bash
 # A thread that cannot reach a safe point (a stopped process: SIGSTOP does
 # not let it run its park request) makes the freeze time out: a clear error
-# naming it, exit 1, and the job is left as it was; its park request, still
-# queued, keeps the module from unloading until the thread runs again. A
+# naming it once ("not every thread parked within 500 ms; the job was left
+# running"), exit 1, and the job is left as it was. Its park request, still
+# queued, keeps the module from unloading: rmmod is refused at once ("in
+# use") rather than hanging, until SIGCONT lets the thread run it. A
 # persistent freeze's watchdog thaws the group by itself.
 # vm-guest: own
 # (it unloads the module, and stops a thread on purpose)

@@ -1,9 +1,10 @@
 #!/bin/bash
 # A vfork() in flight (posix_spawn() and system() use one) does not keep a
-# job from freezing: the thread waiting in vfork()
-# counts as parked once its child is, since it cannot run before the child
-# execs or exits. Nothing moves while frozen; after the thaw the child goes
-# on, and the parent after it. A job that keeps spawning freezes every time.
+# job from freezing: the thread waiting in vfork() counts as parked once its
+# child is, since it cannot run before the child execs or exits; status
+# shows it in system call 58 (vfork on x86-64). Nothing moves while frozen;
+# after the thaw the child goes on, and the parent after it. A job that
+# keeps spawning /bin/true with posix_spawn() freezes 15 times in a row.
 . "$(dirname "$0")/lib.sh"
 wl_start vfork 5
 ibckpt freeze --timeout 3000 --persist 30 "$WL_PID" > "$T/f" 2> "$T/e" ||

@@ -1,16 +1,23 @@
 #!/bin/bash
 # Freeze and thaw two processes in the middle of heavy verified RDMA traffic,
-# at random moments, many times: each freeze has the provider of each process
-# quiesce (gate closed, CQs drained into private queues) before its threads
-# park; each thaw hands the drained completions back first. The generator
-# (both sides through ibckpt) must end with nothing lost, duplicated,
-# reordered or corrupted.
-# Every IBCKPT_XCHECK_EVERY-th cycle (default: every one) each process's snapshot
-# (`ibckpt dump -j`) is cross-checked against `rdma res show qp|mr`.
-#   IBCKPT_CYCLES (default 50)
-# About 2.5 s a cycle under emulation, most of it starting processes.
-# `make check` runs 50 cycles; the long run of this same case is `make soak`
-# (2,000 cycles, SOAK_CYCLES).
+# at random moments, many times: the traffic generator's server and client
+# (8 RC QPs and 1 UD QP, both sides through ibckpt). Each freeze
+# (--persist 60, both groups) has the provider of each process quiesce
+# (gate closed, CQs drained into private queues) before its threads park:
+# each freeze asks one provider, and the session is frozen with its provider
+# quiesced. Each thaw hands the drained completions back first. The cycles
+# begin once the client reports progress. At the end the generator must
+# report nothing lost, duplicated, reordered or corrupted; at least one
+# completion must have been drained, and the client must have quiesced.
+# Every IBCKPT_XCHECK_EVERY-th cycle (default: every one) each process's
+# snapshot (`ibckpt dump -j`) is cross-checked against `rdma res show qp|mr`
+# (tools/ibckpt-xcheck). IBCKPT_CYCLES sets the number of cycles (default
+# 50; `make soak` runs this same case with 2,000, SOAK_CYCLES). The case
+# reports the fetch-and-adds that completed without their result, which
+# soft-RoCE does on its own (Documentation/testing.rst); the generator
+# tolerates two per run and still checks each such add ran once. It reads
+# the CLI's JSON with a shell helper (json_get in lib.sh), not jq, which
+# costs a process start per call.
 # vm-timeout: 900
 # vm-smp: 2
 # (two vCPUs: posts and polls on one CPU while the freeze closes their gates on the other)

@@ -1,8 +1,10 @@
 #!/bin/bash
 # `ibckpt dump` of two processes frozen mid-traffic: text, JSON and raw file
-# forms; each snapshot matches the kernel's own view (`rdma res show qp|mr`):
-# same QPs (QPN, type, state) and MRs (keys, length). Dumping a group that is
-# not frozen, or without privilege, fails clearly. Traffic verifies after thaw.
+# (-o FILE) forms; each snapshot matches the kernel's own view (`rdma res
+# show qp|mr`, tools/ibckpt-xcheck): same QPs (QPN, type, state) and MRs
+# (keys, length); the client's holds its 9 QPs (8 RC, 1 UD). Dumping a group
+# that is not frozen ("the job is not frozen"), or without privilege
+# ("Operation not permitted"), fails clearly. Traffic verifies after thaw.
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 traffic_start_server rxe0 8

@@ -1,11 +1,13 @@
 #!/bin/bash
 # A provider that fails to quiesce aborts the freeze, and so does one that
-# never answers (fault injection in the provider). `ibckpt freeze` exits
-# non-zero with a clear message: for a failure, it names the process, in the
-# caller's own pid namespace, and the error; for silence, how many providers
-# did not answer within the timeout. The group is left running, the provider
-# reopens its gates and the program completes with nothing lost. The failure
-# is tried in the initial pid namespace and from inside a new one.
+# never answers (fault injection in the provider: IBCKPT_FAULT_QUIESCE=5,
+# EIO once its gates are closed; IBCKPT_FAULT_NO_ANSWER=1). `ibckpt freeze`
+# exits non-zero with a clear message: for a failure, it names the process,
+# in the caller's own pid namespace, and the error; for silence, how many
+# providers did not answer within the timeout (2 s here). The group is left
+# running, the provider reopens its gates and the program completes with
+# nothing lost. The failure is tried in the initial pid namespace and from
+# inside a new one.
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 x=$PWD/tests/provider/bin/excheck

@@ -1,17 +1,20 @@
 #!/bin/bash
-# A whole job in one freeze, named by session, process tree or cgroup: a
-# launcher whose children leave for process groups and sessions of their own
-# while it is being frozen is frozen whole (no process of it moves while
-# FROZEN, not even a child born during the freeze); a process moved into a
-# frozen cgroup is frozen too; a thaw by session id works after the job's
-# root died; threads blocked in every kind of call are parked by each
-# selector; overlapping jobs are refused naming the process and the
-# session; bad selectors get a clear error and change nothing.
+# A whole job in one freeze, named by session, process tree or cgroup:
+# tests/freeze/workload mover forks a child every 50 ms, each of which
+# leaves for a process group, or a group and a session, of its own; frozen
+# 8 times each by --tree, --session and --cgroup (a cgroup and one below it)
+# while it forks, it is frozen whole (no process of it moves while FROZEN,
+# not even a child born during the freeze, and every process is counted);
+# a process moved into a frozen cgroup is frozen too and listed among the
+# members; once the root is killed, thaw by --tree fails ("no such
+# process"), a thaw by session id works and the orphaned child resumes;
+# threads blocked in every kind of call are parked by each selector;
+# overlapping jobs are refused naming the process and the session, a second
+# freeze of the tree says "already frozen"; bad selectors get a clear error
+# and leave no session.
 # vm-timeout: 900
-# Its movers fork without pause, which KASAN, lockdep and kmemleak make about
-# eight times slower (1,498 s with restart cases beside it; a 2,700-s limit
-# expired on a machine loaded with other guests)
 # vm-debug-timeout: 4800
+# (its movers fork without pause, which KASAN, lockdep and kmemleak make about eight times slower)
 . "$(dirname "$0")/lib.sh"
 
 # mover_running: the workload runs (a fixed 0.5 s was not always enough

@@ -2,8 +2,9 @@
 # The traffic generator's two processes in two process groups of one session
 # (a shell with job control started them), frozen together by --session 30
 # times at random moments under full traffic: both providers quiesce before
-# any thread parks, nothing moves while frozen, and the generator verifies
-# every message at the end (sequence, checksum, atomics, UD).
+# any thread parks, nothing moves while frozen (the client uses no CPU), and
+# the generator verifies every message at the end (sequence, checksum,
+# atomics, UD).
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt

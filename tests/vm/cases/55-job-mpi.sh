@@ -1,12 +1,14 @@
 #!/bin/bash
 # An Open MPI job (Debian's openmpi-bin, UCX rc_verbs/ud_verbs over soft-RoCE,
-# both ranks through the ibckpt provider) frozen whole, by --session and by
-# --tree, again and again under traffic: Open MPI puts every rank in a process
-# group of its own, so one freeze of the job must reach them all
-# (IBCKPT_CYCLES times each, default 10; `make soak` runs more). Each
+# one rank per device, both ranks through the ibckpt provider) running
+# tests/mpi/bin/ring, frozen whole, by --session and by --tree of mpirun,
+# again and again under traffic: Open MPI puts every rank in a process
+# group of its own (checked first), so one freeze of the job must reach them
+# all (IBCKPT_CYCLES times each, default 10; `make soak` runs more). Each
 # freeze has both ranks' providers quiesced, nothing moves while frozen,
 # traffic goes on after the thaw, and the job ends with its own verdict
-# (every message checked byte by byte, round counts agreed).
+# ("ring: OK rounds=N": every message checked byte by byte, round counts
+# agreed).
 # vm-timeout: 900
 # vm-smp: 2
 # (two vCPUs: Open MPI gives each of its two ranks a core of its own)

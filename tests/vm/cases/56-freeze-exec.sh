@@ -2,8 +2,8 @@
 # A thread that execs takes over its process's main thread's pid
 # (de_thread()): a freeze must not take the new image for the main thread it
 # parked before (a thread is known by its task, not its pid).
-# A process that keeps re-executing itself from a new thread is frozen 30
-# times; its image count must not move while it is frozen.
+# tests/freeze/workload exec keeps re-executing itself from a new thread; it
+# is frozen 30 times, and its image count must not move while it is frozen.
 . "$(dirname "$0")/lib.sh"
 wl_start exec
 wl_freeze_cycles 30 0.2

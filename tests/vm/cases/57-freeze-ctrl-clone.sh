@@ -1,9 +1,9 @@
 #!/bin/bash
 # A control thread is never parked; a thread it starts once the job is
-# frozen is (the module looks at a frozen job again):
-# the rescan of a FROZEN job finds it, the job is FREEZING until it parks,
-# and it does not run until the thaw. A provider whose control thread dies
-# while asked counts as answered.
+# frozen is (the module looks at a frozen job again; tests/kmod/regtest
+# cloner): the rescan of a FROZEN job finds it, the job is FREEZING until it
+# parks, and it does not run until the thaw. A provider whose control
+# thread dies while asked (regtest dies) counts as answered.
 . "$(dirname "$0")/lib.sh"
 setsid tests/kmod/regtest cloner "$T/ticks" > "$T/out" 2>&1 &
 for _ in $(seq 50); do grep -q registered "$T/out" && break; sleep 0.1; done

@@ -6,16 +6,20 @@
 #     process, the RC QPs in RTS with their destination QPN and both PSNs.
 #     A verbs program without the provider (ibv_rc_pingpong) frozen alone is
 #     listed as a process without a snapshot, with the memory it pins and
-#     its QP and MR as RDMA netlink lists them (the module cannot).
+#     its QP and MR as RDMA netlink lists them (the module cannot); -o FILE
+#     has nothing to write.
 # (b) Forged snapshots (tests/kmod/regtest forge) fail the quiesce, and
 #     `ibckpt freeze` names the QP and why: another process's QP, no such QP,
 #     no such device; a QP whose PD is not in the snapshot is malformed.
 #     The forger's own answer afterwards is refused: the refusal answered.
-# (c) The job changes between two rounds of the dump (tests/kmod/snapleave):
-#     the process being sent, one sent already or one whose turn has not
-#     come closes /dev/ibckpt, or a process joins the job. Each ends the
-#     dump with EAGAIN: never another's pieces from an offset, a process
-#     said twice, or success with a snapshot missing.
+# (c) The job changes between two rounds of the dump (tests/kmod/snapleave:
+#     two providers of one frozen group give 300 KiB snapshots, read a
+#     datagram at a time through a 4 KiB receive buffer): the process being
+#     sent, one sent already or one whose turn has not come closes
+#     /dev/ibckpt, or a process joins the job (the dump waits until the
+#     session counts it). Each ends the dump with EAGAIN: never another's
+#     pieces from an offset, a process said twice, or success with a
+#     snapshot missing. Every piece is compared with what its provider gave.
 # Traffic verifies after the thaw.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"

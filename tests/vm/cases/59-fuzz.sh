@@ -1,15 +1,19 @@
 #!/bin/bash
 # vm-timeout: 600
 # tests/kmod/fuzz against the module's user-facing surface (generic netlink
-# and /dev/ibckpt), as root and as nobody, with a fixed seed and a random one
-# each (both printed), while `ibckpt freeze --persist 5` / `ibckpt thaw` run
-# in a loop on the fuzzer's victim provider, so that its random answers race
-# real sessions. Then: no fuzzer check failed (as nobody, FREEZE, THAW and
-# SNAPSHOT_GET refused with EPERM), the module still freezes and thaws a
-# workload, nothing is left behind (no session, no registration, nothing
-# charged to the runs' memory cgroup once their processes are gone, no
-# vmalloc'ed snapshot, slab objects roughly where they were, no reference:
-# rmmod succeeds). A kernel BUG/WARNING/Oops fails the run (tests/vm/run).
+# and /dev/ibckpt), after a short warm-up run, as root and as nobody, with a
+# fixed seed and a random one each (both printed), while `ibckpt freeze
+# --timeout 2000 --persist 5` / `ibckpt thaw` run in a loop on the fuzzer's
+# victim provider, so that its random answers race real sessions. Then: no
+# fuzzer check failed (as nobody, FREEZE, THAW and SNAPSHOT_GET refused with
+# EPERM), the module still freezes and thaws a workload, nothing is left
+# behind (no session, no registration, no vmalloc'ed snapshot, slab objects
+# roughly where they were, no reference: rmmod succeeds). Debian's kernel
+# has no kmemleak, so leaks are looked for in the memory cgroup the runs
+# were in: the module charges its files, registrations, sessions and
+# snapshots to it (GFP_KERNEL_ACCOUNT), so once their processes are gone
+# its slab_unreclaimable must be under 48 KiB. A kernel BUG/WARNING/Oops
+# fails the run (tests/vm/run).
 #
 # IBCKPT_FUZZ_SECS: seconds per fuzzer run (4 runs; default 10);
 # IBCKPT_FUZZ_SEED: the fixed seed (default 20261124).

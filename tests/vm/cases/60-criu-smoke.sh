@@ -3,8 +3,13 @@
 # small process tree in the test bed (Debian's 6.1 kernel, overlay root with a
 # 9p lower layer, images on tmpfs), the way the restart will use it: a tree
 # started with setsid (stdio to files, no --shell-job), `criu dump` (which
-# kills it), `criu restore -d` (the tree runs on after criu exits).
-# criu check and the features the restart relies on; then tests/criu's
+# kills it), `criu restore -d` (the tree runs on after criu exits), both with
+# --manage-cgroups=ignore.
+# `criu check` must say "Looks good." (not --all, which also wants tun and
+# autofs), with the features the restart relies on: clone3_set_tid,
+# get_rseq_conf and network_lock_nftables (no iptables in the bed:
+# --tcp-established needs --network-lock nftables). The case loads the
+# socket *_diag modules criu queries. Then tests/criu's
 # criutest (a parent with a thread and a child): the same pids, tids, group,
 # session and parent, the same descriptor numbers, the output file's offset,
 # and, checked by the program itself after restore: anonymous (private and

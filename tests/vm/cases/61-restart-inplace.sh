@@ -1,13 +1,14 @@
 #!/bin/bash
 # Release and reacquire in place (Documentation/restart.rst), the traffic
-# generator's server (rxe0) and client (rxe1) as one job under full traffic:
-# after a release neither process holds a descriptor or mapping of an RDMA
-# device and the kernel lists none of their QPs; the thawed threads run but
-# no verb gets through; after the reacquire every QP has a new QPN and
-# traffic resumes; once onto the other device each. Then 48 in-place
-# checkpoints at random moments (50 in all). The
-# generator verifies every message at the end (sequence, checksum, RDMA
-# reads and writes, atomics, UD).
+# generator's server (rxe0) and client (rxe1), 4 RC QPs and a UD QP each, as
+# one job under full traffic: after a release neither process holds a
+# descriptor or mapping of an RDMA device and the kernel lists none of their
+# QPs; the thawed threads run but no verb gets through and nothing reopens a
+# device; after the reacquire every QP has a new QPN and traffic resumes;
+# once onto the other device each (--map rxe0=rxe1,rxe1=rxe0). Then 48
+# in-place checkpoints (`checkpoint --leave-running`) at random moments (50
+# in all). The generator verifies every message at the end (sequence,
+# checksum, RDMA reads and writes, atomics, UD).
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt

@@ -1,11 +1,11 @@
 #!/bin/bash
 # What a release refuses, with a message and exit 1, leaving the job as it
 # was: a process that holds the application's own rdma_cm file (its
-# connections are kernel state no provider can release), alone and beside
-# a traffic pair that could be released (every process is asked first:
-# none is released); a job that is not frozen; a
-# job released already (frozen again before its reacquire). The refused
-# jobs go on working.
+# connections are kernel state no provider can release; tests/provider/bin/cmloop
+# as a server, which then serves its client), alone and beside a traffic
+# pair that could be released (every process is asked first: none is
+# released); a job that is not frozen; a job released already (frozen again
+# before its reacquire). The refused jobs go on working.
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt
 x=tests/provider/bin/cmloop

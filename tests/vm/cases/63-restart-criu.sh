@@ -7,9 +7,11 @@
 # provider: new QPNs and keys behind the old ones, traffic resumes. 20
 # rounds at random moments, every other one with -j (one JSON object each),
 # the last onto the other device each (--map);
-# then the job's snapshot matches the kernel's view (new real IDs); a
-# restart is refused, nothing restored, for a missing device, a directory
-# being restarted, a job still running; the same directory restarts twice.
+# then the job's snapshot matches the kernel's view (new real IDs,
+# ibckpt-xcheck); a restart is refused, nothing restored, for a missing
+# device (--map rxe1=rxe9), a directory being restarted, a job still
+# running; the same directory restarts twice (the job killed in between,
+# its output files put back as criu requires).
 # The generator verifies every message at the end: nothing lost,
 # duplicated, reordered or corrupted, RDMA reads, writes and atomics
 # executed once.

@@ -5,9 +5,18 @@
 # accepts them on a device the control thread opened (before: EACCES); a
 # thread whose credentials differ keeps them (a capability dropped; a
 # Landlock domain, which only the LSM blob shows: Debian's kernel runs
-# Landlock); the counts say so. Then: works still queued (threads asleep in
-# read(): TWA_RESUME does not wake them) pin the module, one reference each,
-# rmmod is refused, and once the threads have run them it succeeds.
+# Landlock); the counts say so. tests/kmod/sharecreds: of six threads asleep
+# in read() between commands, two call prctl(PR_SET_SECUREBITS) with the
+# current bits and one capset() with the current sets (new objects, same
+# content), one drops CAP_SYS_NICE, one enters a Landlock domain, and one
+# calls setresuid(-1, -1, -1), which 6.1 does not commit at all: the ioctl
+# answers 3 switched, 2 differ, 1 shared; GET_CONTEXT and QUERY_DEVICE by
+# write() then succeed from the switched threads, the two others still get
+# EACCES and keep their restrictions. Refusals: ENOTCONN before the
+# registration and on another file, EPERM from another thread. Then: works
+# still queued (threads asleep in read(): TWA_RESUME does not wake them) pin
+# the module, one reference each, rmmod is refused, and once the threads
+# have run them it succeeds.
 # vm-guest: own
 # (it unloads the module)
 . "$(dirname "$0")/lib.sh"

@@ -1,17 +1,23 @@
 #!/bin/bash
-# A reacquire that fails: in place, it is undone in every process and can
-# be tried again (below); after criu restored the job (restart.rst), with
-# and without restart --wait: the generator's session (server on rxe0, client on rxe1,
-# as in 63) runs with IBCKPT_FAULT_REACQUIRE=$T/fail, so that its providers
-# refuse the REACQUIRE while that file exists (the environment comes back
-# with the restore: only the file can change the answer). Checkpointed to
-# disk, then restarted with the file there: `ibckpt restart` must exit 1,
-# say the provider's reason, that the restored job was killed and that the
-# directory can be restarted again, and none of the job's pids may exist
-# when it returns (a zombie holds its pid: the CLI waits until init reaped
-# them). Then, without the file and with the job's output files put back
-# (criu needs the sizes it dumped), the same directory restarts and the
-# traffic goes on; the generator verifies every message at the end.
+# A reacquire that fails. In place first: the generator's session (server
+# on rxe0, client on rxe1, as in 63) released, then reacquired with --map
+# rxe1=rxe9 and --map rxe0=rxe9 (one process cannot open the device,
+# possibly after the other re-created everything) and with the fault below:
+# each is refused and undone in every process (ABORT: the job is released
+# as before and no process holds a device), and the next reacquire works.
+# Then after criu restored the job (restart.rst), with and without restart
+# --wait: the session runs with IBCKPT_FAULT_REACQUIRE=$T/fail, so that its
+# providers refuse the REACQUIRE while that file exists (the environment
+# comes back with the restore: only the file can change the answer).
+# Checkpointed to disk, then restarted with the file there: `ibckpt
+# restart` must exit 1, say the provider's reason, that the restored job was
+# killed and that the directory can be restarted again; restore.pid names
+# the session's leader, and none of the job's pids (nor any process of its
+# session) may exist when it returns (a zombie holds its pid: the CLI waits
+# until init reaped them). Then, without the file and with the job's output
+# files put back (criu needs the sizes it dumped), the same directory
+# restarts and the traffic goes on; the generator verifies every message at
+# the end.
 . "$(dirname "$0")/lib.sh"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
 modprobe -a unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag ||

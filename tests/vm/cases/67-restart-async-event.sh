@@ -7,6 +7,9 @@
 # drains the SRQ below its limit: the thread must get
 # IBV_EVENT_SRQ_LIMIT_REACHED naming its SRQ. Once with a checkpoint in
 # place (--leave-running), once to disk, the process gone, restarted.
+# Its MR, registered with IBV_ACCESS_RELAXED_ORDERING, keeps the flag (the
+# frozen job's dump says access 0x100001; libibverbs stripped it when the
+# provider reported no optional-access support).
 # vm-timeout: 300
 . "$(dirname "$0")/lib.sh"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"

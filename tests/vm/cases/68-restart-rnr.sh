@@ -2,8 +2,12 @@
 # An unsignaled send stuck on RNR (its receiver posted no receive) is never
 # forgotten by a checkpoint (restart.rst, "Exactly once"): with the send
 # retried for ever, `ibckpt checkpoint --leave-running` is refused (exit 1,
-# saying requests are in flight) and the program runs on; once the receive
-# is posted, the message arrives intact (tests/provider/rnrcheck).
+# saying requests are in flight), the job is not left frozen and the program
+# runs on; once the receive is posted, the message arrives intact
+# (tests/provider/rnrcheck). On rxe the peers' PSN check already refuses it
+# (rxe's send PSN stays past the NAKed packet while it waits); the
+# provider's own count of the PSNs posted (the unit test
+# release_waits_for_unsent_requests in provider/tests) covers devices that rewind it.
 # vm-timeout: 300
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS=$PWD/provider/libibckpt

@@ -13,8 +13,10 @@
 # which the peer's keys, those of the windows bound or made since too, still
 # land; windows are bound again with ibv_inc_rkey() and ibv_bind_mw(),
 # invalidations show the keys the application knows, and invalidated
-# windows refuse their peer. First the same program without ibckpt: rxe
-# itself handles windows of both types.
+# windows refuse their peer; `ibckpt dump` shows a type 2 window's QP. First
+# the same program without ibckpt: rxe itself handles windows of both types.
+# The two contexts are one process: a peer in another process is covered by
+# the unit tests' identities (remap_test), not here.
 # vm-timeout: 900
 . "$(dirname "$0")/lib.sh"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"

@@ -3,16 +3,26 @@
 # The Debian packages, as an administrator uses them (issue #15). tests/deb/run
 # (the `deb` part of `make check`) builds them on the host: VERSION in
 # build/test-deb/cur, VERSION+1 from the same tree in build/test-deb/next.
+# Without them the case skips.
 #
-# With the test bed's own ibckpt.ko out of the way: `dpkg -i` of version N,
+# With the test bed's own ibckpt.ko unloaded and removed (in the guest's
+# overlay), so that only DKMS's build can be found: `dpkg -i` of version N,
 # whose ibckpt-dkms has DKMS build the module against the guest kernel's
-# headers; `modprobe ibckpt` loads that build. Debian's unmodified
+# headers and install it under updates/dkms/; modinfo resolves ibckpt there
+# with the version, `modprobe ibckpt` loads that build, and the installed
+# `ibckpt --version` shows the CLI and the module at N. Debian's unmodified
 # ibv_rc_pingpong, both ends through the installed provider
-# (RDMAV_DRIVERS=ibckpt; its file mapped in both processes), is frozen and
-# thawed by the installed CLI and completes. `dpkg -i` of N+1 rebuilds the
-# module (N's DKMS build and sources gone) and it reloads as N+1; the CLI,
+# (RDMAV_DRIVERS=ibckpt; its file mapped in both processes, "provider N
+# registered", "context stacked on provider rxe"), is frozen by the
+# installed CLI (--session, neither end gets CPU time while frozen), thawed,
+# and completes. `dpkg -i` of N+1 rebuilds the
+# module (N's DKMS build and sources gone); the kernel keeps the old module
+# until rmmod and modprobe load N+1; the CLI,
 # modinfo, the provider and the packages all say N+1. `dpkg --purge` leaves
 # nothing: no package, module file, DKMS tree, provider or .driver file.
+# The bed lacks what DKMS needs from a real system: the case links /dev/fd
+# (dkms uses <(...)), sets DEBIAN_FRONTEND and turns man-db's index off
+# (minutes under emulation).
 # vm-guest: own
 # (it replaces the bed's module and installs packages)
 . "$(dirname "$0")/lib.sh"

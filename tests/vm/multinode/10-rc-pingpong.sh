@@ -1,14 +1,19 @@
 #!/bin/bash
 # Two nodes, one link (tests/vm/run --nodes 2): unmodified ibv_rc_pingpong,
-# server on node 0 and client on node 1, both through the ibckpt provider, is
-# frozen as one job again and again while it runs (IBCKPT_CYCLES times,
-# default 8; `make soak` runs 200). Each node freezes its own
+# server on node 0 and client on node 1, both through the ibckpt provider,
+# each in a session of its own, is frozen as one job again and again while
+# it runs (IBCKPT_CYCLES times, default 8; `make soak` runs 200). Each node
+# freezes its own
 # process with `ibckpt freeze --node R/2` (restart.rst, "A job on several
 # nodes"), which returns only once both parts are quiesced; both `ibckpt
 # status` say frozen and the QP's PSNs stand still, the nodes meet, each
 # thaws (`ibckpt thaw --node R/2`), and the PSNs move again. Both sides then finish with exit 0 and
 # their own success line. Then the same with perftest's ib_write_bw. Nodes
-# beyond the first two only take part in the barriers.
+# beyond the first two only take part in the barriers. The iteration counts
+# grow with the cycles, so that both programs run through them: a program
+# that ends before the last freeze fails the case, saying so. After the
+# cycles each side prints its QP every 30 s; a QP that stands still for 60 s
+# while its program runs fails the case as a stall, and 300 s is the limit.
 # vm-timeout: 600
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"

@@ -1,23 +1,31 @@
 #!/bin/bash
 # A job on two nodes checkpointed and restarted as one (restart.rst, "A job on
 # several nodes"): the traffic generator's server on node 0 and its client on
-# node 1, RC and UD QPs between the nodes' rxe0, a TCP side channel between
-# the parts' service addresses (198.19.0.100 for part 0, .101 for part 1,
-# which move with their part as a migrated service's address does). Each
-# node runs `ibckpt checkpoint --node R/2` on its part and `ibckpt restart
-# --node R/2`; the nodes meet at barriers in the shared checkpoint directory.
+# node 1, 4 RC QPs and 1 UD QP between the nodes' rxe0, a TCP side channel
+# between the parts' service addresses (198.19.0.100 for part 0, .101 for
+# part 1, which move with their part as a migrated service's address does),
+# the parts' pids a million apart so that either part can be restored on
+# either node. Each node runs `ibckpt checkpoint --node R/2` on its part
+# and `ibckpt restart --node R/2`; the nodes meet at barriers in the shared
+# checkpoint directory.
 #  - ROUNDS checkpoints and restarts in place under full traffic
 #    (IBCKPT_ROUNDS, default 5; `make soak` runs 100);
-#  - a node that never comes: the other's freeze is undone after the timeout,
-#    its part runs on;
-#  - node 1's criu dump fails: node 0's criu leaves its part running (its
-#    post-dump barrier fails), both reacquire, the traffic goes on, and the
-#    directory, marked incomplete, is refused by restart;
+#  - a node that never comes (node 0's --leave-running checkpoint with
+#    --node-timeout 3000 and no node 1): refused, the freeze undone after
+#    the timeout, its part runs on;
+#  - node 1's criu dump fails (a fake IBCKPT_CRIU): node 0's criu leaves
+#    its part running (its post-dump barrier fails), both reacquire, the
+#    traffic goes on, and the directory, marked incomplete, is refused by
+#    restart;
 #  - a restart on swapped nodes (node 0 restores part 1 and node 1 part 0:
 #    new GIDs behind the virtual ones);
+#  - a restart that leaves a part to no node is refused;
 #  - then every part on node 0 (a restart with one node, --part 0 --part 1).
 # Last, the generator verifies every message: nothing lost, duplicated,
 # reordered or corrupted, every RDMA read, write and atomic executed once.
+# It tolerates and counts soft-RoCE's fetch-and-adds without their result
+# (-L) and lost UD datagrams (-U): across the emulated link both happen with
+# and without ibckpt.
 # vm-timeout: 900
 . "$(dirname "$0")/../cases/lib.sh"
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # A job step of Slurm (Debian's slurm-wlm 22.05: slurmctld on node 0, slurmd
-# on each node) taken as a job by `ibckpt ... --slurm JOBID.STEP`, which runs
+# on each node, munged everywhere, set up by slurm_up in lib.sh) taken as a
+# job by `ibckpt ... --slurm JOBID.STEP`, which runs
 # the command on every node of the step through srun (restart.rst, "A Slurm
 # job step"): one `srun -N2` step of the traffic generator, its server on
 # node 0 and its client on node 1, is
@@ -9,9 +10,13 @@
 #    still, traffic on after each thaw;
 #  - refused while Slurm holds it suspended (scontrol suspend), by the
 #    command and by each node's own check, and frozen again once resumed;
+#  - refused for a step that does not exist; a node
+#    with no part of the step fails node 0's freeze at its first barrier,
+#    within 60 s (not after the node timeout), node 0's part thawed;
 #  - checkpointed and restarted through Slurm ROUNDS times: each restart is
 #    a new step of the same allocation that holds the restored job until it
-#    ends (restart --wait), and the next checkpoint takes that step;
+#    ends (restart --wait), and the next checkpoint takes that step (each
+#    earlier restart's srun then ends with 137);
 # then the generator verifies every message and the restart's step ends
 # with the job's own exit status.
 # vm-timeout: 900
