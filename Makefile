@@ -149,7 +149,7 @@ soak:
 	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
 		tests/vm/multinode/10-rc-pingpong.sh
 	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_CYCLES=$(SOAK_JOB_CYCLES) \
-		tests/vm/multinode/30-slurm-step.sh
+		IBCKPT_ROUNDS=20 tests/vm/multinode/30-slurm-step.sh
 	tests/vm/run --nodes 2 --timeout 36000 -- env IBCKPT_ROUNDS=$$(($(SOAK_JOB_CYCLES) / 2)) \
 		tests/vm/multinode/20-traffic-ckpt.sh
 	tests/vm/run --timeout 36000 -- env IBCKPT_SPINNERS=4 tests/vm/cases/47-freeze-cycles.sh

@@ -12,7 +12,7 @@
 # Every IBCKPT_XCHECK_EVERY-th cycle (default: every one) each process's
 # snapshot (`ibckpt dump -j`) is cross-checked against `rdma res show qp|mr`
 # (tools/ibckpt-xcheck). IBCKPT_CYCLES sets the number of cycles (default
-# 50; `make soak` runs this same case with 2,000, SOAK_CYCLES). The case
+# 30; `make soak` runs this same case with 2,000, SOAK_CYCLES). The case
 # reports the fetch-and-adds that completed without their result, which
 # soft-RoCE does on its own (Documentation/testing.rst); the generator
 # tolerates two per run and still checks each such add ran once. It reads
@@ -22,7 +22,7 @@
 # vm-smp: 2
 # (two vCPUs: posts and polls on one CPU while the freeze closes their gates on the other)
 . "$(dirname "$0")/lib.sh"
-cycles=${IBCKPT_CYCLES:-50}
+cycles=${IBCKPT_CYCLES:-30}
 every=${IBCKPT_XCHECK_EVERY:-1}
 checked=0
 export RDMAV_DRIVERS=$PWD/provider/libibckpt IBCKPT_STATS=1

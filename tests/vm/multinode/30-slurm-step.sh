@@ -13,7 +13,8 @@
 #  - refused for a step that does not exist; a node
 #    with no part of the step fails node 0's freeze at its first barrier,
 #    within 60 s (not after the node timeout), node 0's part thawed;
-#  - checkpointed and restarted through Slurm ROUNDS times: each restart is
+#  - checkpointed and restarted through Slurm ROUNDS times (IBCKPT_ROUNDS,
+#    default 2; `make soak` runs 20): each restart is
 #    a new step of the same allocation that holds the restored job until it
 #    ends (restart --wait), and the next checkpoint takes that step (each
 #    earlier restart's srun then ends with 137);
@@ -24,7 +25,7 @@
 [ "${IBCKPT_NODES:-1}" -ge 2 ] || skip "needs two nodes: tests/vm/run --nodes 2 -- $0"
 command -v criu > /dev/null || fail "criu is not installed (scripts/install-deps vm)"
 FREEZES=${IBCKPT_CYCLES:-4}	# `make soak` runs 200
-ROUNDS=${IBCKPT_ROUNDS:-3}
+ROUNDS=${IBCKPT_ROUNDS:-2}	# `make soak` runs 20
 # as in 20-traffic-ckpt.sh: soft-RoCE across guests, more in a longer run
 UNANSWERED=$((FREEZES > 10 ? 10 * FREEZES : 100)) UDLOST=$((FREEZES > 10 ? 100 * FREEZES : 1000))
 me=$IBCKPT_NODE
@@ -43,7 +44,7 @@ if ! node_is 0; then
 		jid=$(node_get nopart $((600 + 15 * FREEZES))) || fail "node 0 never asked"
 		refused 1 "Slurm step $jid.7 has no processes on this node" \
 			ibckpt freeze --slurm "$jid.7" -D "$FZ" --node 1/2 --run nopart
-		node_get finish 800 > /dev/null || fail "node 0 never finished"
+		node_get finish $((800 + 60 * ROUNDS)) > /dev/null || fail "node 0 never finished"
 		kill -INT "$(cat "$J/1.pid")" || fail "no client to stop"
 	fi
 	node_barrier done $((900 + 15 * FREEZES))
