@@ -226,9 +226,25 @@ int freeze_timeout(const char *arg, unsigned long *ms)
 	return 0;
 }
 
-static int freeze_wait(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
-		       struct cli_session *s)
+/**
+ * freeze_job() - freeze @job and wait until the module says it is frozen
+ * @n: the socket the freeze belongs to: unless @o->persist_s, its close thaws the job
+ * @job: the job
+ * @o: the module's timeout, and how long a persistent freeze may last
+ * @s: the frozen session (s->id); its job is @job, as the user named it (the
+ *     module gives a cgroup's path its own way)
+ *
+ * SIGINT, SIGTERM and SIGHUP interrupt the wait, and the job is thawed. The
+ * handlers stay after it: they end the holding of the freeze
+ * (cmd_freeze()), and a checkpoint is not cut short between its release
+ * and its reacquire, which would leave the job released.
+ * Return: 0 when frozen, or 1 (said as "ibckpt: cannot freeze JOB: ..."; the
+ * job runs).
+ */
+int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
+	       struct cli_session *s)
 {
+	struct sigaction sa = { .sa_handler = on_signal };
 	struct cli_job by_id = { 0 };
 	char ext[256], what[320], desc[288];
 	double t0, sleep_s = 0.001;
@@ -238,6 +254,10 @@ static int freeze_wait(struct ibnl *n, const struct cli_job *job, const struct f
 
 	cli_job_describe(job, desc, sizeof(desc));
 	snprintf(what, sizeof(what), "cannot freeze %s", desc);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
 	t0 = now();
 	m = ibnl_msg(n, IBCKPT_CMD_FREEZE, 0);
 	err = cli_job_put(m, job);
@@ -313,32 +333,6 @@ static int freeze_wait(struct ibnl *n, const struct cli_job *job, const struct f
 	}
 	thaw(n, &by_id, ext, sizeof(ext), what);
 	return 1;
-}
-
-/**
- * freeze_job() - freeze @job and wait until the module says it is frozen
- * @n: the socket the freeze belongs to: unless @o->persist_s, its close thaws the job
- * @job: the job
- * @o: the module's timeout, and how long a persistent freeze may last
- * @s: the frozen session (s->id); its job is @job, as the user named it (the
- *     module gives a cgroup's path its own way)
- *
- * SIGINT, SIGTERM and SIGHUP interrupt the wait, and the job is thawed. The
- * handlers stay after it: they end the holding of the freeze
- * (cmd_freeze()), and a checkpoint is not cut short between its release
- * and its reacquire, which would leave the job released.
- * Return: 0 when frozen, or 1 (said as "ibckpt: cannot freeze JOB: ..."; the
- * job runs).
- */
-int freeze_job(struct ibnl *n, const struct cli_job *job, const struct freeze_opts *o,
-	       struct cli_session *s)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	return freeze_wait(n, job, o, s);
 }
 
 /*
