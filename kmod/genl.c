@@ -17,6 +17,7 @@
 #include <net/genetlink.h>
 
 #include "ibckpt.h"
+#include "registry.h"
 #include "session.h"
 #include "snap_check.h"
 

@@ -47,6 +47,7 @@
 #include <asm/syscall.h>
 
 #include "ibckpt.h"
+#include "registry.h"
 #include "session.h"
 
 struct workqueue_struct *ibckpt_wq;
