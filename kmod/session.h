@@ -130,7 +130,7 @@ struct ibckpt_quiesce {
  * @started: when the freeze was requested
  * @freeze_ns: request to FROZEN, 0 until frozen
  * @q: the providers' part (quiesce.c), under @lock
- * @gen: the job's generation: SNAPSHOT_GET (genl.c) reads its snapshots
+ * @gen: the job's generation: SNAPSHOT_GET (genl_snapshot.c) reads its snapshots
  *	and members over several rounds and ends with -EAGAIN if it changed in
  *	between. Bumped (ibckpt_session_changed()) in the critical section
  *	that makes the change, under the lock of what changed: @lock when a
