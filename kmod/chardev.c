@@ -22,13 +22,7 @@
 
 #include "creds.h"
 #include "ibckpt.h"
-
-/*
- * Registered processes, and the lock that protects the list and the entries'
- * quiesce state (struct ibckpt_proc).
- */
-LIST_HEAD(ibckpt_procs);
-DEFINE_MUTEX(ibckpt_procs_lock);	/* protects ibckpt_procs */
+#include "registry.h"
 
 /**
  * struct ibckpt_file - one open /dev/ibckpt
@@ -43,25 +37,6 @@ struct ibckpt_file {
 	struct pid *owner;
 	struct ibckpt_proc *proc;
 };
-
-static void ibckpt_proc_free(struct kref *ref)
-{
-	struct ibckpt_proc *p = container_of(ref, struct ibckpt_proc, ref);
-
-	put_pid(p->tgid);
-	put_pid(p->ctrl);
-	ibckpt_snapshot_drop(p);
-	kfree(p);
-}
-
-/**
- * ibckpt_proc_put() - drop a reference to a registered process
- * @p: the process
- */
-void ibckpt_proc_put(struct ibckpt_proc *p)
-{
-	kref_put(&p->ref, ibckpt_proc_free);
-}
 
 static int ibckpt_open(struct inode *inode, struct file *file)
 {
@@ -96,7 +71,7 @@ static int ibckpt_release(struct inode *inode, struct file *file)
 static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 {
 	struct ibckpt_register reg;
-	struct ibckpt_proc *p, *cur;
+	struct ibckpt_proc *p;
 
 	if (copy_from_user(&reg, arg, sizeof(reg)))
 		return -EFAULT;
@@ -110,29 +85,9 @@ static long ibckpt_register(struct ibckpt_file *f, void __user *arg)
 	if (f->proc)
 		return -EBUSY;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
-	if (!p)
-		return -ENOMEM;
-	kref_init(&p->ref);
-	ibckpt_evq_init(&p->events);
-	p->tgid = get_pid(f->owner);
-	p->ctrl = get_task_pid(current, PIDTYPE_PID);
-
-	mutex_lock(&ibckpt_procs_lock);
-	/*
-	 * One registration (one control thread, one snapshot) per process:
-	 * more would only exempt more threads from a freeze and make the
-	 * module keep more memory for the process.
-	 */
-	list_for_each_entry(cur, &ibckpt_procs, node) {
-		if (cur->tgid == p->tgid) {
-			mutex_unlock(&ibckpt_procs_lock);
-			ibckpt_proc_put(p);
-			return -EBUSY;
-		}
-	}
-	list_add_tail(&p->node, &ibckpt_procs);
-	mutex_unlock(&ibckpt_procs_lock);
+	p = ibckpt_proc_add(f->owner);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
 	WRITE_ONCE(f->proc, p);
 	return 0;
 }

@@ -35,6 +35,7 @@
 
 #include "ibckpt.h"
 #include "rdma_view.h"
+#include "registry.h"
 #include "session.h"
 
 /* Is the registered process part of the session's job? */
@@ -235,21 +236,6 @@ void ibckpt_quiesce_unlist(struct ibckpt_proc *p)
 		ibckpt_session_changed(s);
 	mutex_unlock(&ibckpt_procs_lock);
 	mutex_unlock(&ibckpt_sessions_lock);
-}
-
-/**
- * ibckpt_snapshot_drop() - forget a process's snapshot and its kernel view
- * @p: the registered process
- *
- * Context: ibckpt_procs_lock held, or the last reference to @p.
- */
-void ibckpt_snapshot_drop(struct ibckpt_proc *p)
-{
-	kvfree(p->snap);
-	p->snap = NULL;
-	p->snap_len = 0;
-	ibckpt_kview_free(p->kview);
-	p->kview = NULL;
 }
 
 /**

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Freeze sessions. FREEZE creates a session for a job (job.c); a work item
- * scans the job and queues a park work (park.c) on every application thread
- * no session holds yet. The job is FROZEN when a scan that started while no
+ * scans the job (scan.c) and queues a park work (park.c) on every
+ * application thread no session holds yet. The job is FROZEN when a scan that started while no
  * known thread was on its way to park finds no new thread: every thread
  * known then was parked or gone, so whatever it created before parking was
  * already visible to that scan, and a parked thread creates nothing. A
@@ -29,7 +29,6 @@
  * runs again. A lookup by job, and THAW, no longer see it (state.c,
  * ibckpt_session_visible()).
  */
-#include <linux/bsearch.h>
 #include <linux/cred.h>
 #include <linux/jiffies.h>
 #include <linux/netlink.h>
@@ -41,12 +40,12 @@
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/timekeeping.h>
 #include <net/net_namespace.h>
 #include <asm/syscall.h>
 
 #include "ibckpt.h"
+#include "registry.h"
 #include "session.h"
 
 struct workqueue_struct *ibckpt_wq;
@@ -55,8 +54,6 @@ DEFINE_MUTEX(ibckpt_sessions_lock);	/* protects ibckpt_sessions */
 
 static atomic64_t ibckpt_session_ids = ATOMIC64_INIT(0);
 
-/* Threads queued per pass of a scan, between two RCU sections. */
-#define IBCKPT_SCAN_BATCH	128
 /* How often a frozen job is looked at again for newcomers. */
 #define IBCKPT_RESCAN_FROZEN	(HZ / 10)
 /* How long an ending session waits for its threads to leave their parks. */
@@ -96,8 +93,15 @@ void ibckpt_session_put(struct ibckpt_session *s)
 	kref_put(&s->ref, ibckpt_session_free);
 }
 
-/* Under RCU: did the session find this process in its job before? */
-static bool ibckpt_session_knows(struct task_struct *proc, void *arg)
+/**
+ * ibckpt_session_knows() - did the session find this process in its job before
+ * @proc: a thread group leader
+ * @arg: the session
+ *
+ * Context: rcu_read_lock() held.
+ * Return: true if it is one of the session's members.
+ */
+bool ibckpt_session_knows(struct task_struct *proc, void *arg)
 {
 	struct ibckpt_session *s = arg;
 	struct pid *tgid = task_tgid(proc);
@@ -405,8 +409,14 @@ static void ibckpt_session_end_fn(struct work_struct *work)
 	ibckpt_session_put(s);
 }
 
-/* Start tracking @task and ask it to park; 0, or -ENOMEM. */
-static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *task)
+/**
+ * ibckpt_session_track() - start tracking a thread and ask it to park
+ * @s: the session
+ * @task: a thread of the job that no session holds
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *task)
 {
 	struct ibckpt_thread *thr;
 	int ret;
@@ -442,162 +452,6 @@ static int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *ta
 		ret = 0;
 	}
 	return ret;
-}
-
-/**
- * struct ibckpt_scan - one pass over the job
- * @s: the session
- * @ctrl: control threads of every registered process, sorted: never parked
- * @nctrl: how many
- * @defer: registered processes this session has not asked to quiesce (yet,
- *	or another session did), sorted: their threads are left alone, since
- *	one parked inside the provider's gate would keep the provider from
- *	quiescing. The next run asks them first.
- * @ndefer: how many
- * @unasked: how many of those the scan met in the job unasked by anyone
- *	(they registered, or joined, after this run asked): they count as
- *	found, so that the job is not called frozen while they run
- * @fresh: registered processes no session asked, sorted
- * @nfresh: how many
- * @batch: threads found, each with a task reference
- * @n: how many
- */
-struct ibckpt_scan {
-	struct ibckpt_session *s;
-	struct pid **ctrl;
-	unsigned int nctrl;
-	struct pid **defer;
-	unsigned int ndefer;
-	unsigned int unasked;
-	struct pid **fresh;
-	unsigned int nfresh;
-	struct task_struct *batch[IBCKPT_SCAN_BATCH];
-	unsigned int n;
-};
-
-static int ibckpt_cmp_ptr(const void *a, const void *b)
-{
-	unsigned long x = (unsigned long)*(struct pid * const *)a;
-	unsigned long y = (unsigned long)*(struct pid * const *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool ibckpt_pid_in(struct pid **v, unsigned int n, struct pid *pid)
-{
-	return bsearch(&pid, v, n, sizeof(*v), ibckpt_cmp_ptr);
-}
-
-/* Under RCU: add the process's threads no session holds; false when full. */
-static bool ibckpt_scan_visit(struct task_struct *p, void *arg)
-{
-	struct ibckpt_scan *sc = arg;
-	struct task_struct *t;
-
-	if (is_global_init(p) || task_tgid(p) == sc->s->requester ||
-	    !ibckpt_may_freeze(sc->s->cred, sc->s->admin, p))	/* not the requester's to stop */
-		return true;
-	if (ibckpt_pid_in(sc->defer, sc->ndefer, task_tgid(p))) {
-		sc->unasked += ibckpt_pid_in(sc->fresh, sc->nfresh, task_tgid(p));
-		return true;
-	}
-	for_each_thread(p, t) {
-		if (t->flags & (PF_KTHREAD | PF_IO_WORKER | PF_EXITING))
-			continue;
-		if (ibckpt_thread_holder(t) || ibckpt_pid_in(sc->ctrl, sc->nctrl, task_pid(t)))
-			continue;
-		if (sc->n == IBCKPT_SCAN_BATCH)
-			return false;
-		get_task_struct(t);
-		sc->batch[sc->n++] = t;
-	}
-	return true;
-}
-
-/* The registry as the scan needs it (see struct ibckpt_scan). */
-static int ibckpt_scan_registry(struct ibckpt_scan *sc)
-{
-	struct ibckpt_proc *p;
-	unsigned int cnt = 0;
-
-	mutex_lock(&ibckpt_procs_lock);
-	list_for_each_entry(p, &ibckpt_procs, node)
-		cnt++;
-	sc->ctrl = kvcalloc(cnt ? cnt : 1, sizeof(*sc->ctrl), GFP_KERNEL);
-	sc->defer = kvcalloc(cnt ? cnt : 1, sizeof(*sc->defer), GFP_KERNEL);
-	sc->fresh = kvcalloc(cnt ? cnt : 1, sizeof(*sc->fresh), GFP_KERNEL);
-	if (sc->ctrl && sc->defer && sc->fresh) {
-		list_for_each_entry(p, &ibckpt_procs, node) {
-			sc->ctrl[sc->nctrl++] = get_pid(p->ctrl);
-			if (p->quiesce_session != sc->s->id)
-				sc->defer[sc->ndefer++] = get_pid(p->tgid);
-			if (!p->quiesce_session)
-				sc->fresh[sc->nfresh++] = get_pid(p->tgid);
-		}
-	}
-	mutex_unlock(&ibckpt_procs_lock);
-	if (!sc->ctrl || !sc->defer || !sc->fresh)
-		return -ENOMEM;
-	sort(sc->ctrl, sc->nctrl, sizeof(*sc->ctrl), ibckpt_cmp_ptr, NULL);
-	sort(sc->defer, sc->ndefer, sizeof(*sc->defer), ibckpt_cmp_ptr, NULL);
-	sort(sc->fresh, sc->nfresh, sizeof(*sc->fresh), ibckpt_cmp_ptr, NULL);
-	return 0;
-}
-
-static void ibckpt_scan_free(struct ibckpt_scan *sc)
-{
-	unsigned int i;
-
-	for (i = 0; i < sc->nctrl; i++)
-		put_pid(sc->ctrl[i]);
-	for (i = 0; i < sc->ndefer; i++)
-		put_pid(sc->defer[i]);
-	for (i = 0; i < sc->nfresh; i++)
-		put_pid(sc->fresh[i]);
-	kvfree(sc->ctrl);
-	kvfree(sc->defer);
-	kvfree(sc->fresh);
-	kfree(sc);
-}
-
-/*
- * Queue a park work on every thread of the job not held yet. Each pass
- * starts the walk again (a position cannot be kept across RCU sections),
- * skipping what is held in O(1).
- * Return: how many, or a negative errno.
- */
-static int ibckpt_session_scan(struct ibckpt_session *s)
-{
-	struct ibckpt_scan *sc;
-	int total = 0, ret = 0;
-	unsigned int i;
-	bool full;
-
-	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
-	if (!sc)
-		return -ENOMEM;
-	sc->s = s;
-	if (ibckpt_scan_registry(sc)) {
-		ibckpt_scan_free(sc);
-		return -ENOMEM;
-	}
-	do {
-		sc->n = 0;
-		sc->unasked = 0;
-		full = !ibckpt_job_walk(&s->job, ibckpt_session_knows, s, ibckpt_scan_visit, sc);
-		for (i = 0; i < sc->n; i++) {
-			if (!ret)
-				ret = ibckpt_session_track(s, sc->batch[i]);
-			put_task_struct(sc->batch[i]);
-		}
-		total += sc->n;
-		cond_resched();
-		/* a job that grows faster than a pass: the deadline still counts */
-	} while (full && !ret && !READ_ONCE(s->released) && !time_after(jiffies, s->deadline));
-
-	total += sc->unasked;
-	ibckpt_scan_free(sc);
-	return ret ? ret : total;
 }
 
 /**

@@ -130,7 +130,7 @@ struct ibckpt_quiesce {
  * @started: when the freeze was requested
  * @freeze_ns: request to FROZEN, 0 until frozen
  * @q: the providers' part (quiesce.c), under @lock
- * @gen: the job's generation: SNAPSHOT_GET (genl.c) reads its snapshots
+ * @gen: the job's generation: SNAPSHOT_GET (genl_snapshot.c) reads its snapshots
  *	and members over several rounds and ends with -EAGAIN if it changed in
  *	between. Bumped (ibckpt_session_changed()) in the critical section
  *	that makes the change, under the lock of what changed: @lock when a
@@ -233,6 +233,8 @@ struct ibckpt_session *ibckpt_session_get(const struct ibckpt_sel *sel, const ch
 struct ibckpt_session *ibckpt_session_find_id(u64 id);
 void ibckpt_session_put(struct ibckpt_session *s);
 bool ibckpt_session_covers(struct ibckpt_session *s, struct task_struct *proc);
+bool ibckpt_session_knows(struct task_struct *proc, void *arg);
+int ibckpt_session_track(struct ibckpt_session *s, struct task_struct *task);
 bool ibckpt_may_freeze(const struct cred *cred, bool admin, struct task_struct *proc);
 void ibckpt_session_adopt(struct ibckpt_session *s, struct task_struct *parent);
 void ibckpt_session_hold_vfork_parent(struct ibckpt_session *s, struct ibckpt_thread *child);
@@ -248,6 +250,9 @@ int ibckpt_thread_claim(struct ibckpt_thread *thr, struct task_struct *task);
 void ibckpt_thread_unclaim(struct ibckpt_thread *thr);
 struct ibckpt_session *ibckpt_thread_holder(struct task_struct *task);
 struct ibckpt_thread *ibckpt_thread_lookup(struct task_struct *task);
+
+/* scan.c */
+int ibckpt_session_scan(struct ibckpt_session *s);
 
 /* quiesce.c */
 void ibckpt_quiesce_ask(struct ibckpt_session *s);

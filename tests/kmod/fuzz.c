@@ -97,7 +97,7 @@
 
 #define PG		4096u
 #define SNAP_HDR	((uint32_t)sizeof(struct ibckpt_snap_hdr))
-#define SNAP_PIECE	3072u	/* bytes of snapshot per SNAPSHOT_GET message (genl.c) */
+#define SNAP_PIECE	3072u	/* bytes of snapshot per SNAPSHOT_GET message (genl_snapshot.c) */
 #define MAX_ERRNO	4095
 #define PID_MAX_LIMIT	(4u * 1024 * 1024)
 #define NOFAMILY	0xfff0	/* netlink types from here on name no family */
