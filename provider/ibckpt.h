@@ -368,7 +368,7 @@ struct ibckpt_mcast {
 };
 
 /*
- * After a restart, the last key a queue translated (qp.c): written and read
+ * After a restart, the last key a queue translated (qp_post.c): written and read
  * under the queue's lock, so no other thread's line. An lkey entry holds
  * while its stamp is the context's key_stamp; an rkey entry names the peer
  * device it was found for (a restart empties both: ibckpt_qp_set_paths()).
@@ -393,7 +393,7 @@ struct ibckpt_qp {
 	 * Which posts take a one-request path, decided once: at the create,
 	 * and at a restart (ibckpt_qp_set_paths()). IBCKPT_POST_SEND, _RECV:
 	 * identity IDs; _SEND_XL, _RECV_XL: a remapped context's, translated
-	 * (inline in the entries a restart sets, qp.c); none: the general
+	 * (inline in the entries a restart sets, qp_post.c); none: the general
 	 * path (types from UD up, queues without a log).
 	 */
 	uint8_t fast;

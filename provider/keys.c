@@ -10,7 +10,7 @@
  * a send queue's lock (a posted window bind, a translation cache's miss),
  * never the other way round. Every change of lkeys moves ctx->key_stamp
  * under it (ibckpt_keys_moved()): the queues' caches of translated lkeys
- * (qp.c) hold only while it stands still.
+ * (qp_post.c) hold only while it stands still.
  */
 #include <errno.h>
 #include "ibckpt.h"

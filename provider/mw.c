@@ -7,7 +7,7 @@
  * itself: it is logged on the QP's send queue first, under the queue's lock,
  * like any posted request, so that its completion retires it in order. The
  * vendor chooses the new key byte. Type 2 binds, and type 1 ones the
- * application posts itself, are IBV_WR_BIND_MW requests (qp.c, qp_ex_post.c)
+ * application posts itself, are IBV_WR_BIND_MW requests (qp_post.c, qp_ex_post.c)
  * naming the key byte. Every bind and local invalidate posted here sets the
  * window's state (ibckpt_mw_moved()); a peer's send with invalidate sets it
  * when its receive completion is polled or drained (ibckpt_mw_wc()); one that

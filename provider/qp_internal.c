@@ -92,7 +92,7 @@ int ibckpt_qp_internal_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 	err = ibckpt_wrlog_send(&qp->sq, &w);
 	if (!err) {
 		err = ibv_post_send(qp->real, &w, &bad);
-		/* a vendor failing without naming it queued it (qp.c): it runs */
+		/* a vendor failing without naming it queued it (qp_post.c): it runs */
 		if (err && bad)
 			ibckpt_wrlog_unpost(&qp->sq, 1);
 		else

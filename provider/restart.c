@@ -638,7 +638,7 @@ void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 	ctx->remapped = true;
 	ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_REMAPPED, true);	/* QPNs translated back */
 	/*
-	 * The data path's entries that translate inline (qp.c, cq.c): every
+	 * The data path's entries that translate inline (qp_post.c, cq.c): every
 	 * entry posts and polls right in either state, so a thread that read
 	 * the old one before these stores posts right too (after waiting at
 	 * its closed queue). The counting ops (stats.c) call the identity

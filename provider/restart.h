@@ -16,7 +16,7 @@
  *   GO         QPs to RTS, logged sends posted again, gates open.
  *
  * From then on the context is 'remapped': posts translate keys and QPNs
- * (qp.c, srq.c), polls translate QPNs back (cq.c).
+ * (qp_post.c, qp_xlate.c, srq.c), polls translate QPNs back (cq.c).
  *
  * restart.c orchestrates; each object's file releases and re-creates its
  * own kind. Everything runs on the control thread, under ibckpt_ctx_lock,
@@ -129,6 +129,7 @@ int ibckpt_addr_publishable(const struct ibv_ah_attr *ah, const char *what);
 void ibckpt_qp_unacquire(struct ibckpt_qp *qp);
 void ibckpt_qp_release(struct ibckpt_qp *qp);
 int ibckpt_qp_recreate(struct ibckpt_qp *qp);
+struct ibv_cq *ibckpt_real_cq(struct ibv_cq *cq);
 int ibckpt_qp_refill(struct ibckpt_qp *qp);
 int ibckpt_qp_to_rtr(struct ibckpt_qp *qp);
 void ibckpt_qp_set_paths(struct ibckpt_qp *qp);
@@ -143,9 +144,13 @@ int ibckpt_mw_rebind(struct ibckpt_mw *mw);
 void ibckpt_ah_release(struct ibckpt_ah *ah);
 int ibckpt_ah_recreate(struct ibckpt_ah *ah);
 
-/* The translating path of a remapped context (qp.c, srq.c, cq.c). */
+/* The translating path of a remapped context (qp_xlate.c, srq.c, cq.c). */
 void ibckpt_sge_to_real(struct ibckpt_context *ctx, struct ibv_sge *dst,
 			const struct ibv_sge *src, int n);
+/* qp_xlate.c: one send request posted as a translated copy (sq_lock held) */
+int ibckpt_post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src);
+/* qp_xlate.c: a list logged and posted one by one, translated (sq_lock held) */
+int ibckpt_post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 struct ibckpt_recv_target {		/* a receive queue, for ibckpt_post_recv_xlate() */
 	struct ibckpt_context *ctx;
 	void *real;			/* the vendor's QP or SRQ */

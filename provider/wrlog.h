@@ -109,7 +109,7 @@ struct ibckpt_wrlog {
 	 * Send queue of a connected QP: the packets, hence PSNs, every request
 	 * logged takes (mod 2^24), at the path MTU (1 << mtu_shift; 0 before
 	 * the QP has one, when psn_lost is set by a send). The QP's next PSN
-	 * once all of them are transmitted follows from it (qp.c).
+	 * once all of them are transmitted follows from it (qp_restart.c).
 	 */
 	uint32_t psn_sum;
 	uint8_t mtu_shift;
