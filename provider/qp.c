@@ -82,7 +82,6 @@ static void qp_shadow_init(struct ibckpt_qp *qp, struct ibckpt_context *ctx, voi
 	ibckpt_qp_set_paths(qp);
 }
 
-/* Both create paths end here with an attribute set naming shadows. */
 /*
  * The vendor's QP for a new shadow, with a QPN that is nobody's virtual QPN
  * (ibckpt_id_taken(): after a restart the vendor may hand out one that the
@@ -115,6 +114,7 @@ static struct ibv_qp *create_fresh_qp(struct ibckpt_context *ctx, struct ibv_qp_
 	return q;
 }
 
+/* Both create paths end here with an attribute set naming shadows. */
 static struct ibv_qp *qp_create(struct ibckpt_context *ctx, struct ibv_pd *ibpd,
 				struct ibv_qp_init_attr_ex *attr)
 {
