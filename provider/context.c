@@ -125,8 +125,6 @@ void ibckpt_context_fini(struct ibckpt_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 }
 
-static void ibckpt_free_context(struct ibv_context *context);
-
 struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					   void *private_data)
 {
@@ -178,10 +176,8 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
 	ibckpt_context_init(ctx, real);
 	ctx->wc_inv = ibckpt_mw_wc_inv(dev->vendor->name);
-	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);
-	verbs_set_ops(&ctx->vctx, &ibckpt_gated_ops);	/* gated.c: some of the same, gated */
-	if (ibckpt_stats_on)
-		verbs_set_ops(&ctx->vctx, &ibckpt_counted_ops);
+	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);	/* verbs.c */
+	ibckpt_ctx_set_datapath(ctx);
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
 		atomic_store(&ctx->gate.closed, 1);
@@ -240,7 +236,7 @@ static void __attribute__((destructor)) ibckpt_stats_at_exit(void)
 	pthread_mutex_unlock(&ibckpt_ctx_lock);
 }
 
-static void ibckpt_free_context(struct ibv_context *context)
+void ibckpt_free_context(struct ibv_context *context)
 {
 	struct ibckpt_context *ctx = to_ictx(context), **p;
 
@@ -285,9 +281,9 @@ void ibckpt_context_atfork(enum ibckpt_fork_phase ph)
 		for (ctx = ibckpt_ctxs; ctx; ctx = next) {
 			next = ctx->next;
 			ibckpt_gate_make_foreign(&ctx->gate);
-			ibckpt_fork_refuse_ops(ctx);
 			ctx->gate_closed = false;
 			ctx->foreign = true;
+			ibckpt_ctx_set_datapath(ctx);	/* posts and polls refused */
 			ctx->next = ibckpt_foreign_ctxs;
 			ibckpt_foreign_ctxs = ctx;
 		}
@@ -383,7 +379,7 @@ void ibckpt_await_acks(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint3
  * its element the shadow already): the shadow counts it, for its destroy
  * to wait for the application's acknowledgement.
  */
-static void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event)
+void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	(void)context;
 	switch (ibckpt_async_obj(event->event_type)) {
@@ -566,45 +562,3 @@ out:
 		ibv_free_device_list(list);
 	return err;
 }
-
-const struct verbs_context_ops ibckpt_ctx_ops = {
-	.alloc_mw = ibckpt_alloc_mw,
-	.alloc_pd = ibckpt_alloc_pd,
-	.async_event = ibckpt_async_event,
-	.attach_mcast = ibckpt_attach_mcast,
-	.bind_mw = ibckpt_bind_mw,
-	.close_xrcd = ibckpt_close_xrcd,
-	.cq_event = ibckpt_cq_event,
-	.create_ah = ibckpt_create_ah,
-	.create_cq = ibckpt_create_cq,
-	.create_cq_ex = ibckpt_create_cq_ex,
-	.create_qp = ibckpt_create_qp,
-	.create_qp_ex = ibckpt_create_qp_ex,
-	.create_srq = ibckpt_create_srq,
-	.create_srq_ex = ibckpt_create_srq_ex,
-	.dealloc_mw = ibckpt_dealloc_mw,
-	.dealloc_pd = ibckpt_dealloc_pd,
-	.dereg_mr = ibckpt_dereg_mr,
-	.destroy_ah = ibckpt_destroy_ah,
-	.destroy_cq = ibckpt_destroy_cq,
-	.destroy_qp = ibckpt_destroy_qp,
-	.destroy_srq = ibckpt_destroy_srq,
-	.detach_mcast = ibckpt_detach_mcast,
-	.free_context = ibckpt_free_context,
-	.get_srq_num = ibckpt_get_srq_num,
-	.modify_qp = ibckpt_modify_qp,
-	.modify_srq = ibckpt_modify_srq,
-	.open_qp = ibckpt_open_qp,
-	.open_xrcd = ibckpt_open_xrcd,
-	.poll_cq = ibckpt_poll_cq,
-	.post_recv = ibckpt_post_recv,
-	.post_send = ibckpt_post_send,
-	.post_srq_recv = ibckpt_post_srq_recv,
-	.query_device_ex = ibckpt_query_device_ex,
-	.query_port = ibckpt_query_port,
-	.query_qp = ibckpt_query_qp,
-	.query_srq = ibckpt_query_srq,
-	.reg_mr = ibckpt_reg_mr,
-	.req_notify_cq = ibckpt_req_notify_cq,
-	.resize_cq = ibckpt_resize_cq,
-};

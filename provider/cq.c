@@ -195,14 +195,14 @@ static inline void wc_remap(struct ibckpt_context *ctx, struct ibckpt_cq *cq, st
  * retire_slow() would (retire_remapped_one(), out of line: the loop keeps
  * few registers). Return: @n.
  */
-static __attribute__((noinline)) void retire_remapped_one(struct ibckpt_context *ctx,
+static NOINLINE void retire_remapped_one(struct ibckpt_context *ctx,
 							   struct ibckpt_cq *cq, struct ibv_wc *wc)
 {
 	wc_remap(ctx, cq, wc);
 	ibckpt_qp_retire(ctx, cq, wc);
 }
 
-static inline __attribute__((always_inline)) int retire_remapped(struct ibckpt_context *ctx,
+static inline ALWAYS_INLINE int retire_remapped(struct ibckpt_context *ctx,
 								  struct ibckpt_cq *cq,
 								  struct ibv_wc *wc, int n)
 {
@@ -211,8 +211,8 @@ static inline __attribute__((always_inline)) int retire_remapped(struct ibckpt_c
 
 	for (i = 0; i < n; i++) {
 		qp = cq->last_qp;
-		if (__builtin_expect(qp && qp->real_qpn == wc[i].qp_num &&
-				     qp->vqp.qp.qp_type != IBV_QPT_UD, 1)) {
+		if (likely(qp && qp->real_qpn == wc[i].qp_num &&
+			   qp->vqp.qp.qp_type != IBV_QPT_UD)) {
 			wc[i].qp_num = qp->vqp.qp.qp_num;
 			ibckpt_qp_retire_into(qp, cq, &wc[i]);
 		} else {
@@ -239,7 +239,7 @@ static inline __attribute__((always_inline)) int retire_remapped(struct ibckpt_c
  * returned, so never more than the poll asked for. Return: how many are
  * left, in order, at the front of @wc.
  */
-static __attribute__((noinline)) int retire_slow(struct ibckpt_context *ctx,
+static NOINLINE int retire_slow(struct ibckpt_context *ctx,
 						  struct ibckpt_cq *cq, struct ibv_wc *wc,
 						  int n, unsigned int slow)
 {
@@ -287,7 +287,7 @@ static inline int retire_locked(struct ibckpt_context *ctx, struct ibckpt_cq *cq
 	unsigned int slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
 	int i;
 
-	if (__builtin_expect(slow != 0, 0))
+	if (unlikely(slow != 0))
 		return retire_slow(ctx, cq, wc, n, slow);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
@@ -366,7 +366,7 @@ static int spill_back(struct ibckpt_cq *cq)
 }
 
 /* After a thaw: what was drained comes first, in order, then the vendor's. Under the lock. */
-static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, int ne,
+static NOINLINE int poll_drained_first(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
 {
 	int n, r;
@@ -386,14 +386,14 @@ static __attribute__((noinline)) int poll_drained_first(struct ibckpt_cq *cq, in
 }
 
 /* A poll refused (fork.c): out of line, the fast path keeps its registers. */
-static __attribute__((noinline, cold)) int poll_refused(int err)
+static NOINLINE COLD int poll_refused(int err)
 {
 	errno = err;
 	return -1;
 }
 
 /* poll_retire_unlock() for a CQ whose completions are looked at (cq->slow). */
-static __attribute__((noinline)) int poll_slow_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
+static NOINLINE int poll_slow_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
 						      int n, unsigned int slow)
 {
 	n = retire_slow(cq->ctx, cq, wc, n, slow);
@@ -407,7 +407,7 @@ static __attribute__((noinline)) int poll_slow_unlock(struct ibckpt_cq *cq, stru
  * registers. The one test of cq->slow sends the rest away, by a tail call
  * too: here every completion is the application's, and the count stays.
  */
-static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
+static NOINLINE int poll_retire_unlock(struct ibckpt_cq *cq, struct ibv_wc *wc,
 							int n)
 {
 	struct ibckpt_context *ctx = cq->ctx;
@@ -415,7 +415,7 @@ static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, st
 	int i;
 
 	slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
-	if (__builtin_expect(slow != 0, 0))
+	if (unlikely(slow != 0))
 		return poll_slow_unlock(cq, wc, n, slow);
 	for (i = 0; i < n; i++)
 		ibckpt_qp_retire(ctx, cq, &wc[i]);
@@ -429,12 +429,12 @@ static __attribute__((noinline)) int poll_retire_unlock(struct ibckpt_cq *cq, st
  * alone, no orphan), the completions are translated and retired here, in
  * one pass; anything else as poll_retire_unlock() would.
  */
-static __attribute__((noinline)) int poll_retire_xl_unlock(struct ibckpt_cq *cq,
+static NOINLINE int poll_retire_xl_unlock(struct ibckpt_cq *cq,
 							   struct ibv_wc *wc, int n)
 {
 	unsigned int slow = atomic_load_explicit(&cq->slow, memory_order_relaxed);
 
-	if (__builtin_expect(slow != IBCKPT_CQ_REMAPPED || cq->orphans, 0))
+	if (unlikely(slow != IBCKPT_CQ_REMAPPED || cq->orphans))
 		return slow ? poll_slow_unlock(cq, wc, n, slow) : poll_retire_unlock(cq, wc, n);
 	retire_remapped(cq->ctx, cq, wc, n);
 	ibckpt_spin_unlock_raw(&cq->lock);
@@ -446,7 +446,7 @@ static __attribute__((noinline)) int poll_retire_xl_unlock(struct ibckpt_cq *cq,
  * that is served, the mark goes, unless a closer replaced it meanwhile
  * (spinlock.h).
  */
-static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, int ne,
+static NOINLINE int poll_drained_unlock(struct ibckpt_cq *cq, int ne,
 							 struct ibv_wc *wc)
 {
 	int n = poll_drained_first(cq, ne, wc);
@@ -464,7 +464,7 @@ static __attribute__((noinline)) int poll_drained_unlock(struct ibckpt_cq *cq, i
  * The CQ's flag set, under its lock: drained (its private queue first), or
  * closed by a quiesce (quiesce.c): wait, then poll.
  */
-static __attribute__((noinline)) int poll_closed(struct ibckpt_cq *cq, int ne, struct ibv_wc *wc)
+static NOINLINE int poll_closed(struct ibckpt_cq *cq, int ne, struct ibv_wc *wc)
 {
 	int err;
 
@@ -488,7 +488,7 @@ static __attribute__((noinline)) int poll_closed(struct ibckpt_cq *cq, int ne, s
  * @retire_unlock, by a tail call (inlined into each entry, the call is a
  * direct one).
  */
-static inline __attribute__((always_inline)) int
+static inline ALWAYS_INLINE int
 poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc,
 	int (*retire_unlock)(struct ibckpt_cq *cq, struct ibv_wc *wc, int n))
 {
@@ -497,7 +497,7 @@ poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc,
 
 	ibckpt_spin_lock_raw(&cq->lock);
 	/* closed by a quiesce, or its private queue not empty (spinlock.h) */
-	if (__builtin_expect(ibckpt_q_closed(&cq->lock.closed), 0))
+	if (unlikely(ibckpt_q_closed(&cq->lock.closed)))
 		return poll_closed(cq, ne, wc);
 	n = ibv_poll_cq(cq->real, ne, wc);
 	if (n > 0)

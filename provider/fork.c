@@ -15,7 +15,7 @@
  *   whose queue memory may be shared with the parent or MADV_DONTFORK, and
  *   wait for the parent's threads inside its gate). Its gate is
  *   closed for good (gate.h), and its posts and polls are refused by its
- *   ops (ibckpt_fork_refuse_ops()): a verb on an inherited object fails with
+ *   ops (verbs.c's foreign data path): a verb on an inherited object fails with
  *   EACCES before it touches a shadow lock the fork may have copied held,
  *   or the parent's vendor objects (uverbs itself refuses the child's
  *   write() commands on the parent's file with EACCES; its ioctl() ones it
@@ -75,64 +75,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "restart.h"
-
-/*
- * The data-path ops of an inherited context in the child: libibverbs'
- * ibv_post_send(), ibv_post_recv(), ibv_post_srq_recv() and ibv_poll_cq()
- * call through the context's ops, the child's copy of them, so these
- * refuse every post and poll of the child's on the parent's objects before
- * any shadow lock, and the entries the parent keeps calling test nothing
- * for it (a test of the context's gate word was four instructions of every
- * post and poll).
- */
-static int refused_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			     struct ibv_send_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return EACCES;
-}
-
-static int refused_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			     struct ibv_recv_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return EACCES;
-}
-
-static int refused_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-				 struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	*bad = wr;
-	return EACCES;
-}
-
-static int refused_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
-{
-	(void)cq;
-	(void)ne;
-	(void)wc;
-	errno = EACCES;
-	return -1;
-}
-
-/**
- * ibckpt_fork_refuse_ops() - an inherited context's posts and polls refused
- * @ctx: the child's copy of a parent's context, made foreign
- *
- * Context: the child's fork handler (one thread), ibckpt_ctx_lock held.
- */
-void ibckpt_fork_refuse_ops(struct ibckpt_context *ctx)
-{
-	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
-
-	ops->post_send = refused_post_send;
-	ops->post_recv = refused_post_recv;
-	ops->post_srq_recv = refused_post_srq_recv;
-	ops->poll_cq = refused_poll_cq;
-}
 
 static void fork_prepare(void)
 {

@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include "compiler.h"
 #include "spinlock.h"
 
 struct ibckpt_gate {
@@ -105,7 +106,7 @@ void ibckpt_gate_setup(void);
 static inline unsigned int ibckpt_gate_step_in(struct ibckpt_gate_self *me,
 					       struct ibckpt_gate *g)
 {
-	if (__builtin_expect(ibckpt_gate_asym, 1)) {
+	if (likely(ibckpt_gate_asym)) {
 		atomic_store_explicit(&me->inside, g, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
 		return atomic_load_explicit(&g->closed, memory_order_acquire);
@@ -133,10 +134,10 @@ static inline __attribute__((warn_unused_result)) int ibckpt_gate_enter(struct i
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 
 	/* Not registered yet, or a verb inside a verb: the slow path. */
-	if (__builtin_expect(atomic_load_explicit(&me->inside, memory_order_relaxed) !=
-			     IBCKPT_GATE_IDLE, 0))
+	if (unlikely(atomic_load_explicit(&me->inside, memory_order_relaxed) !=
+		     IBCKPT_GATE_IDLE))
 		return ibckpt_gate_enter_slow(g);
-	if (__builtin_expect(ibckpt_gate_step_in(me, g) != 0, 0))
+	if (unlikely(ibckpt_gate_step_in(me, g) != 0))
 		return ibckpt_gate_wait_open(g);
 	return 0;
 }
@@ -145,12 +146,12 @@ static inline void ibckpt_gate_exit(struct ibckpt_gate *g)
 {
 	struct ibckpt_gate_self *me = &ibckpt_gate_me;
 
-	if (__builtin_expect(me->nested != 0, 0)) {
+	if (unlikely(me->nested != 0)) {
 		me->nested--;
 		return;
 	}
 	atomic_store_explicit(&me->inside, IBCKPT_GATE_IDLE, memory_order_release);
-	if (__builtin_expect(atomic_load_explicit(&g->closed, memory_order_relaxed) != 0, 0))
+	if (unlikely(atomic_load_explicit(&g->closed, memory_order_relaxed) != 0))
 		ibckpt_gate_wake_closer(g);
 }
 

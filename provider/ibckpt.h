@@ -25,6 +25,7 @@
 #include <time.h>
 #include <linux/ibckpt_snapshot.h>
 #include "rdma_core_abi.h"
+#include "compiler.h"
 #include "addr.h"
 #include "gate.h"
 #include "spinlock.h"
@@ -49,18 +50,17 @@ struct ibckpt_stats {
 
 /*
  * The data path's counts (posts, polls, completions) are kept only with
- * IBCKPT_STATS in the environment, by the counting ops stats.c sets over
- * the verbs (counted always, every verb of every thread would write the
- * context's statistics line, and test a flag). ibckpt_stats_on is set once,
- * at load.
+ * IBCKPT_STATS in the environment, by the counting data path verbs.c sets
+ * over the verbs (counted always, every verb of every thread would write
+ * the context's statistics line, and test a flag). ibckpt_stats_on is set
+ * once, at load.
  */
 extern bool ibckpt_stats_on;
-extern const struct verbs_context_ops ibckpt_counted_ops;	/* stats.c */
 
 /* Counting where no ops entry is called: window binds, the ibv_wr_* API. */
 #define IBCKPT_COUNT(ctx, field, n)							\
 	do {										\
-		if (__builtin_expect(ibckpt_stats_on, 0))				\
+		if (unlikely(ibckpt_stats_on))				\
 			atomic_fetch_add_explicit(&(ctx)->stats.field, (n),		\
 						  memory_order_relaxed);		\
 	} while (0)
@@ -600,7 +600,6 @@ void ibckpt_control_atfork(enum ibckpt_fork_phase ph);	/* ctl_lock */
 void ibckpt_channel_atfork(enum ibckpt_fork_phase ph);	/* chan_lock */
 void ibckpt_vendor_atfork(enum ibckpt_fork_phase ph);	/* the vendor cache's lock */
 void ibckpt_rctl_atfork_child(void);			/* under ibckpt_ctx_lock */
-void ibckpt_fork_refuse_ops(struct ibckpt_context *ctx);	/* the child's inherited ones */
 
 /* control.c */
 extern bool ibckpt_quiesced;
@@ -610,7 +609,7 @@ extern bool ibckpt_quiesced;
  * enter no gate: each takes its queue's lock and tests the queue's flag
  * under it (ibckpt_q_closed()); a closed queue sends the verb to
  * ibckpt_gate_wait_queue() and back. A forked child's inherited context
- * refuses them before any lock: through its ops (ibckpt_fork_refuse_ops()),
+ * refuses them before any lock: through its ops (verbs.c's foreign data path),
  * or, in entries the ops do not lead to, ibckpt_ctx_refuses().
  */
 int ibckpt_ctx_close(struct ibckpt_context *ctx, unsigned int timeout_ms);
@@ -640,6 +639,36 @@ void ibckpt_cq_forget_qp(struct ibv_cq *ibcq, struct ibckpt_qp *qp);
 void ibckpt_cq_internal(struct ibckpt_cq *cq, int d);
 void ibckpt_ctx_slow_polls(struct ibckpt_context *ctx, unsigned int bit, bool on);
 
+/* verbs.c: what libibverbs calls (its header has the table of states) */
+extern const struct verbs_context_ops ibckpt_ctx_ops;
+
+enum ibckpt_datapath_kind {
+	IBCKPT_DP_IDENTITY,
+	IBCKPT_DP_REMAPPED,
+	IBCKPT_DP_COUNTED,
+	IBCKPT_DP_FOREIGN,
+	IBCKPT_DP_NR
+};
+
+/**
+ * struct ibckpt_datapath - the entries libibverbs calls through a
+ *	context's struct ibv_context_ops on every post and poll
+ * @post_send: ibv_post_send()
+ * @post_recv: ibv_post_recv()
+ * @post_srq_recv: ibv_post_srq_recv()
+ * @poll_cq: ibv_poll_cq()
+ */
+struct ibckpt_datapath {
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad);
+	int (*poll_cq)(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+};
+
+extern const struct ibckpt_datapath ibckpt_datapaths[IBCKPT_DP_NR];
+void ibckpt_ctx_set_datapath(struct ibckpt_context *ctx);
+
 /* vendor.c */
 const struct verbs_device_ops *ibckpt_vendor_find(uint32_t driver_id,
 						  const struct verbs_match_ent **match);
@@ -649,8 +678,8 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					   void *private_data);
 void ibckpt_context_init(struct ibckpt_context *ctx, struct ibv_context *real);
 void ibckpt_context_fini(struct ibckpt_context *ctx);
-extern const struct verbs_context_ops ibckpt_ctx_ops;
-extern const struct verbs_context_ops ibckpt_gated_ops;	/* gated.c */
+void ibckpt_free_context(struct ibv_context *context);
+void ibckpt_async_event(struct ibv_context *context, struct ibv_async_event *event);
 int ibckpt_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr);
 int ibckpt_query_device_ex(struct ibv_context *context,
 			   const struct ibv_query_device_ex_input *input,
@@ -819,7 +848,7 @@ static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq
 {
 	struct ibckpt_qp *qp = cq->last_qp;
 
-	if (__builtin_expect(!qp || qp->vqp.qp.qp_num != wc->qp_num, 0)) {
+	if (unlikely(!qp || qp->vqp.qp.qp_num != wc->qp_num)) {
 		qp = ibckpt_qp_lookup(ctx, cq, wc);
 		if (!qp)	/* an XRC SRQ's (retired there), or a destroyed QP's */
 			return;
@@ -831,7 +860,7 @@ static inline void ibckpt_qp_retire(struct ibckpt_context *ctx, struct ibckpt_cq
 static inline void ibckpt_qp_retire_into(struct ibckpt_qp *qp, const struct ibckpt_cq *cq,
 					 struct ibv_wc *wc)
 {
-	if (__builtin_expect(wc->status == IBV_WC_SUCCESS, 1)) {
+	if (likely(wc->status == IBV_WC_SUCCESS)) {
 		if (!(wc->opcode & IBV_WC_RECV)) {
 			ibckpt_wrlog_done(&qp->sq);
 			return;

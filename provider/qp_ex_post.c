@@ -188,7 +188,7 @@ int ibckpt_qpx_post(struct ibckpt_qp *qp, struct ibv_send_wr *wr)
 	if (ibckpt_ctx_refuses(qp->ctx))
 		return EACCES;
 	ibckpt_spin_lock_raw(&qp->sq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0)) {	/* quiesce.c */
+	if (unlikely(ibckpt_q_closed(&qp->sq_lock.closed))) {	/* quiesce.c */
 		ret = ibckpt_gate_relock_open(&qp->ctx->gate, &qp->sq_lock);
 		if (ret)
 			return ret;

@@ -38,7 +38,7 @@ static inline bool recv_xl_takes(const struct ibckpt_qp *qp, const struct ibv_re
 }
 
 /* The miss of lkey_real(): the context's table, under its key_lock. */
-static __attribute__((noinline)) uint32_t lkey_miss(struct ibckpt_context *ctx,
+static NOINLINE uint32_t lkey_miss(struct ibckpt_context *ctx,
 						    struct ibckpt_key_cache *c, uint32_t key,
 						    uint64_t stamp)
 {
@@ -63,13 +63,13 @@ static inline uint32_t lkey_real(struct ibckpt_context *ctx, struct ibckpt_key_c
 {
 	uint64_t stamp = atomic_load_explicit(&ctx->key_stamp, memory_order_acquire);
 
-	if (__builtin_expect(c->vkey == key && c->stamp == stamp, 1))
+	if (likely(c->vkey == key && c->stamp == stamp))
 		return c->real;
 	return lkey_miss(ctx, c, key, stamp);
 }
 
 /* Requests with other than one SGE: out of line, one SGE keeps few registers. */
-static __attribute__((noinline)) void sges_real(struct ibckpt_context *ctx,
+static NOINLINE void sges_real(struct ibckpt_context *ctx,
 						struct ibckpt_key_cache *c, struct ibv_sge *dst,
 						const struct ibv_sge *src, int n)
 {
@@ -82,12 +82,12 @@ static __attribute__((noinline)) void sges_real(struct ibckpt_context *ctx,
 }
 
 /* @n SGEs from @src to @dst, their lkeys real: one, most requests', without a loop. */
-static inline __attribute__((always_inline)) void sges_to_real(struct ibckpt_context *ctx,
+static inline ALWAYS_INLINE void sges_to_real(struct ibckpt_context *ctx,
 								struct ibckpt_key_cache *c,
 								struct ibv_sge *dst,
 								const struct ibv_sge *src, int n)
 {
-	if (__builtin_expect(n == 1, 1)) {
+	if (likely(n == 1)) {
 		dst[0] = src[0];
 		dst[0].lkey = lkey_real(ctx, c, dst[0].lkey);
 	} else {
@@ -106,7 +106,7 @@ static uint32_t rkey_real(struct ibckpt_qp *qp, uint32_t key)
 	uint64_t vdev = qp->rel.peer_vdev;
 	uint32_t r;
 
-	if (__builtin_expect(c->stamp && c->vkey == key && c->vdev == vdev, 1))
+	if (likely(c->stamp && c->vkey == key && c->vdev == vdev))
 		return c->real;
 	if (!ibckpt_remap_rkey(vdev, key, &r))
 		r = key;	/* the job does not know it: the peer's own */
@@ -122,7 +122,7 @@ static uint32_t rkey_real(struct ibckpt_qp *qp, uint32_t key)
  * queue open. A request the vendor refuses is not logged; one it failed
  * without naming it was taken, as on the identity path.
  */
-static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
+static inline ALWAYS_INLINE int send_xl(struct ibckpt_qp *qp,
 							  struct ibv_send_wr *wr,
 							  struct ibv_send_wr **bad)
 {
@@ -131,7 +131,7 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 	int ret;
 
 	ret = ibckpt_wrlog_send_fast(&qp->sq, wr);
-	if (__builtin_expect(ret != 0, 0)) {
+	if (unlikely(ret != 0)) {
 		*bad = wr;
 		return ret;
 	}
@@ -150,7 +150,7 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 	}
 	*bad = NULL;		/* as the identity path leaves it on success */
 	ret = ibv_post_send(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0) && rbad) {
+	if (unlikely(ret != 0) && rbad) {
 		ibckpt_wrlog_unpost(&qp->sq, 1);
 		*bad = wr;
 	}
@@ -158,7 +158,7 @@ static inline __attribute__((always_inline)) int send_xl(struct ibckpt_qp *qp,
 }
 
 /* send_xl() for the general path (the identity ops' post_send after a restart). */
-static __attribute__((noinline)) int post_send_xlate_one(struct ibckpt_qp *qp,
+static NOINLINE int post_send_xlate_one(struct ibckpt_qp *qp,
 							 struct ibv_send_wr *wr,
 							 struct ibv_send_wr **bad)
 {
@@ -166,7 +166,7 @@ static __attribute__((noinline)) int post_send_xlate_one(struct ibckpt_qp *qp,
 }
 
 /* The same for one receive request (its own receive queue, rq_lock held). */
-static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
+static inline ALWAYS_INLINE int recv_xl(struct ibckpt_qp *qp,
 							  struct ibv_recv_wr *wr,
 							  struct ibv_recv_wr **bad)
 {
@@ -176,21 +176,21 @@ static inline __attribute__((always_inline)) int recv_xl(struct ibckpt_qp *qp,
 	int ret;
 
 	ret = ibckpt_wrlog_recv_fast(&qp->rq, wr);
-	if (__builtin_expect(ret != 0, 0)) {
+	if (unlikely(ret != 0)) {
 		*bad = wr;
 		return ret;
 	}
 	sges_to_real(qp->ctx, &qp->rq_lkey, s, wr->sg_list, wr->num_sge);
 	*bad = NULL;
 	ret = ibv_post_recv(qp->real, &c, &rbad);
-	if (__builtin_expect(ret != 0, 0) && rbad) {
+	if (unlikely(ret != 0) && rbad) {
 		ibckpt_wrlog_unpost(&qp->rq, 1);
 		*bad = wr;
 	}
 	return ret;
 }
 
-static __attribute__((noinline)) int post_recv_xlate_one(struct ibckpt_qp *qp,
+static NOINLINE int post_recv_xlate_one(struct ibckpt_qp *qp,
 							 struct ibv_recv_wr *wr,
 							 struct ibv_recv_wr **bad)
 {
@@ -248,7 +248,7 @@ static int post_send_copies(struct ibckpt_qp *qp, struct ibv_send_wr *wr, uint32
  * Lists, UD and window binds: under the send queue's lock, the queue open.
  * Out of line, so that the one-request path needs few registers.
  */
-static __attribute__((noinline)) int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+static NOINLINE int post_send_list(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 						     struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *w, *rbad = NULL;
@@ -311,14 +311,14 @@ void ibckpt_qp_set_paths(struct ibckpt_qp *qp)
 }
 
 /* A post refused at the gate, or a vendor error: out of line, the fast path keeps its registers. */
-static __attribute__((noinline, cold)) int post_send_refused(struct ibv_send_wr *wr,
+static NOINLINE COLD int post_send_refused(struct ibv_send_wr *wr,
 							      struct ibv_send_wr **bad, int err)
 {
 	*bad = wr;
 	return err;
 }
 
-static __attribute__((noinline)) int post_send_failed(struct ibckpt_qp *qp, struct ibv_send_wr **bad,
+static NOINLINE int post_send_failed(struct ibckpt_qp *qp, struct ibv_send_wr **bad,
 						      int ret)
 {
 	if (*bad)	/* else: taken, as post_send_list() reads it */
@@ -330,10 +330,10 @@ static __attribute__((noinline)) int post_send_failed(struct ibckpt_qp *qp, stru
  * Everything but one request of an RC/UC QP of an identity context. Only
  * tests and tail calls: no frame of its own.
  */
-static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+static NOINLINE int post_send_general(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 						       struct ibv_send_wr **bad)
 {
-	if (__builtin_expect(qp->ctx->remapped, 0)) {
+	if (unlikely(qp->ctx->remapped)) {
 		if (send_xl_takes(qp, wr))
 			return post_send_xlate_one(qp, wr, bad);
 		return ibckpt_post_send_xlate(qp, wr, bad);
@@ -342,7 +342,7 @@ static __attribute__((noinline)) int post_send_general(struct ibckpt_qp *qp, str
 }
 
 /* The send queue found closed by a quiesce (quiesce.c): wait, then post. */
-static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp,
+static NOINLINE COLD int post_send_closed(struct ibckpt_qp *qp,
 							     struct ibv_send_wr *wr,
 							     struct ibv_send_wr **bad)
 {
@@ -365,7 +365,7 @@ static __attribute__((noinline, cold)) int post_send_closed(struct ibckpt_qp *qp
  * on the general path. Inline in each with @xl a constant. No fork test: a
  * forked child's ops of an inherited context lead elsewhere (fork.c).
  */
-static inline __attribute__((always_inline)) int post_send_entry(struct ibv_qp *ibqp,
+static inline ALWAYS_INLINE int post_send_entry(struct ibv_qp *ibqp,
 								  struct ibv_send_wr *wr,
 								  struct ibv_send_wr **bad, bool xl)
 {
@@ -373,15 +373,15 @@ static inline __attribute__((always_inline)) int post_send_entry(struct ibv_qp *
 	int ret;
 
 	ibckpt_spin_lock_raw(&qp->sq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->sq_lock.closed), 0))
+	if (unlikely(ibckpt_q_closed(&qp->sq_lock.closed)))
 		return post_send_closed(qp, wr, bad);
 	if (xl) {
-		if (__builtin_expect(send_xl_takes(qp, wr), 1))
+		if (likely(send_xl_takes(qp, wr)))
 			ret = send_xl(qp, wr, bad);
 		else
 			ret = post_send_general(qp, wr, bad);
-	} else if (__builtin_expect(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
-				    (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV, 0)) {
+	} else if (unlikely(!(qp->fast & IBCKPT_POST_SEND) || !wr || wr->next ||
+			    (unsigned int)wr->opcode >= IBV_WR_LOCAL_INV)) {
 		/*
 		 * Opcodes from IBV_WR_LOCAL_INV up (local invalidates and window
 		 * binds, which move a window's state, TSO, SEND_WITH_INV, atomic
@@ -391,12 +391,12 @@ static inline __attribute__((always_inline)) int post_send_entry(struct ibv_qp *
 	} else {
 		/* One request naming no shadow: most posts. */
 		ret = ibckpt_wrlog_send_fast(&qp->sq, wr);
-		if (__builtin_expect(ret != 0, 0)) {
+		if (unlikely(ret != 0)) {
 			*bad = wr;
 		} else {
 			*bad = NULL;	/* a vendor may fail without naming one */
 			ret = ibv_post_send(qp->real, wr, bad);
-			if (__builtin_expect(ret != 0, 0))
+			if (unlikely(ret != 0))
 				ret = post_send_failed(qp, bad, ret);
 		}
 	}
@@ -433,7 +433,7 @@ static int vendor_post_recv(void *real, struct ibv_recv_wr *wr, struct ibv_recv_
 }
 
 /* The receive path of a remapped context but one request: logged, then translated. */
-static __attribute__((noinline)) int post_recv_list(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
+static NOINLINE int post_recv_list(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
 						    struct ibv_recv_wr **bad)
 {
 	struct ibckpt_recv_target t = { .ctx = qp->ctx, .real = qp->real };
@@ -445,7 +445,7 @@ static __attribute__((noinline)) int post_recv_list(struct ibckpt_qp *qp, struct
  * A receive queue without a log (SRQ, XRC), or a remapped context's: under
  * rq_lock. Only tests and tail calls: no frame of its own.
  */
-static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
+static NOINLINE int post_recv_general(struct ibckpt_qp *qp, struct ibv_recv_wr *wr,
 						       struct ibv_recv_wr **bad)
 {
 	if (!qp->rq_logged)	/* the vendor's answer, unlogged */
@@ -455,7 +455,7 @@ static __attribute__((noinline)) int post_recv_general(struct ibckpt_qp *qp, str
 	return post_recv_list(qp, wr, bad);
 }
 
-static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr *wr,
+static NOINLINE COLD int post_recv_refused(struct ibv_recv_wr *wr,
 							      struct ibv_recv_wr **bad, int err)
 {
 	*bad = wr;
@@ -463,7 +463,7 @@ static __attribute__((noinline, cold)) int post_recv_refused(struct ibv_recv_wr 
 }
 
 /* The receive queue found closed by a quiesce (quiesce.c): wait, then post. */
-static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp,
+static NOINLINE COLD int post_recv_closed(struct ibckpt_qp *qp,
 							     struct ibv_recv_wr *wr,
 							     struct ibv_recv_wr **bad)
 {
@@ -479,7 +479,7 @@ static __attribute__((noinline, cold)) int post_recv_closed(struct ibckpt_qp *qp
 }
 
 /* The body of both post_recv entries, as post_send_entry() for sends. */
-static inline __attribute__((always_inline)) int post_recv_entry(struct ibv_qp *ibqp,
+static inline ALWAYS_INLINE int post_recv_entry(struct ibv_qp *ibqp,
 								  struct ibv_recv_wr *wr,
 								  struct ibv_recv_wr **bad, bool xl)
 {
@@ -487,14 +487,14 @@ static inline __attribute__((always_inline)) int post_recv_entry(struct ibv_qp *
 	int ret;
 
 	ibckpt_spin_lock_raw(&qp->rq_lock);
-	if (__builtin_expect(ibckpt_q_closed(&qp->rq_lock.closed), 0))
+	if (unlikely(ibckpt_q_closed(&qp->rq_lock.closed)))
 		return post_recv_closed(qp, wr, bad);
 	if (xl) {
-		if (__builtin_expect(recv_xl_takes(qp, wr), 1))
+		if (likely(recv_xl_takes(qp, wr)))
 			ret = recv_xl(qp, wr, bad);
 		else
 			ret = post_recv_general(qp, wr, bad);
-	} else if (__builtin_expect(!(qp->fast & IBCKPT_POST_RECV), 0)) {
+	} else if (unlikely(!(qp->fast & IBCKPT_POST_RECV))) {
 		ret = post_recv_general(qp, wr, bad);
 	} else {
 		ret = ibckpt_wrlog_post_recv(&qp->rq, qp->real, vendor_post_recv, wr, bad);

@@ -135,7 +135,7 @@ int ibckpt_post_one_xlate(struct ibckpt_qp *qp, const struct ibv_send_wr *src)
 }
 
 /* The send path of a remapped context: logged, then posted one by one, translated. */
-__attribute__((noinline)) int ibckpt_post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
+NOINLINE int ibckpt_post_send_xlate(struct ibckpt_qp *qp, struct ibv_send_wr *wr,
 						     struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *w;

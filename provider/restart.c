@@ -631,28 +631,16 @@ int ibckpt_unacquire(void)
  */
 void ibckpt_ctx_set_remapped(struct ibckpt_context *ctx)
 {
-	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
 	struct ibckpt_obj *o;
 
 	pthread_mutex_lock(&ctx->lock);
 	ctx->remapped = true;
 	ibckpt_ctx_slow_polls(ctx, IBCKPT_CQ_REMAPPED, true);	/* QPNs translated back */
 	/*
-	 * The data path's entries that translate inline (qp_post.c, cq.c): every
-	 * entry posts and polls right in either state, so a thread that read
-	 * the old one before these stores posts right too (after waiting at
-	 * its closed queue). The counting ops (stats.c) call the identity
-	 * entries, which translate on their general paths: kept. libibverbs'
-	 * inline ibv_post_send() and ibv_poll_cq() load these pointers with
-	 * plain loads (a data race in C11 terms, which a race detector
-	 * reports): aligned pointer stores are never seen torn, and whichever
-	 * entry a thread loads is right.
+	 * The translating entries (verbs.c); with IBCKPT_STATS the counting
+	 * ones stay, and count on through the restart.
 	 */
-	if (!ibckpt_stats_on) {
-		__atomic_store_n(&ops->post_send, ibckpt_post_send_xl, __ATOMIC_RELAXED);
-		__atomic_store_n(&ops->post_recv, ibckpt_post_recv_xl, __ATOMIC_RELAXED);
-		__atomic_store_n(&ops->poll_cq, ibckpt_poll_cq_xl, __ATOMIC_RELAXED);
-	}
+	ibckpt_ctx_set_datapath(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	for_each_obj(ctx, o, false)
 		if (o->type == IBCKPT_SNAP_QP)

@@ -32,6 +32,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include "compiler.h"
 
 struct ibckpt_spinlock {
 	atomic_int locked;
@@ -54,7 +55,7 @@ static inline void ibckpt_spin_init(struct ibckpt_spinlock *l)
 
 static inline void ibckpt_spin_lock_raw(struct ibckpt_spinlock *l)
 {
-	if (__builtin_expect(atomic_exchange_explicit(&l->locked, 1, memory_order_acquire), 0))
+	if (unlikely(atomic_exchange_explicit(&l->locked, 1, memory_order_acquire)))
 		ibckpt_spin_lock_contended(l);
 }
 
@@ -73,8 +74,8 @@ static inline bool ibckpt_spin_trylock(struct ibckpt_spinlock *l)
 /* The control thread at a queue it closed: the queue is its own (above). */
 static inline bool ibckpt_spin_owned(const struct ibckpt_spinlock *l)
 {
-	return __builtin_expect(atomic_load_explicit(&l->closed, memory_order_relaxed) ==
-				IBCKPT_Q_CLOSED, 0) &&
+	return unlikely(atomic_load_explicit(&l->closed, memory_order_relaxed) ==
+			IBCKPT_Q_CLOSED) &&
 	       ibckpt_ctl_self;
 }
 

@@ -233,14 +233,14 @@ int ibckpt_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct i
 
 	/* no fork test: a forked child's ops of an inherited context lead elsewhere (fork.c) */
 	ibckpt_spin_lock_raw(&srq->lock);
-	if (__builtin_expect(ibckpt_q_closed(&srq->lock.closed), 0)) {	/* quiesce.c */
+	if (unlikely(ibckpt_q_closed(&srq->lock.closed))) {	/* quiesce.c */
 		ret = ibckpt_gate_relock_open(&ctx->gate, &srq->lock);
 		if (ret) {
 			*bad = wr;
 			return ret;
 		}
 	}
-	if (__builtin_expect(ctx->remapped, 0) && srq->type != IBV_SRQT_XRC) {
+	if (unlikely(ctx->remapped) && srq->type != IBV_SRQT_XRC) {
 		struct ibckpt_recv_target t = { .ctx = ctx, .real = srq->real, .srq = true };
 
 		ret = ibckpt_wrlog_post_recv_list(&srq->rq, &t, ibckpt_post_recv_xlate, wr, bad);

@@ -174,7 +174,7 @@ static int arena_take(struct ibckpt_wrlog *log, uint32_t len, uint32_t *at)
 /* Room for one more request: settles when the ring looks full, then grows. */
 static bool has_room(struct ibckpt_wrlog *log)
 {
-	if (__builtin_expect(ibckpt_wrlog_count(log) < log->size, 1))
+	if (likely(ibckpt_wrlog_count(log) < log->size))
 		return true;
 	ibckpt_wrlog_settle(log);
 	return ibckpt_wrlog_count(log) < log->size || grow_slots(log);

@@ -48,6 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+#include "compiler.h"
 
 enum ibckpt_wrlog_kind {
 	IBCKPT_WRLOG_SQ,
@@ -187,7 +188,7 @@ static inline uint32_t ibckpt_wrlog_packets(const struct ibckpt_wrlog *log, uint
 {
 	uint32_t n = (uint32_t)(((uint64_t)bytes + (1u << log->mtu_shift) - 1) >> log->mtu_shift);
 
-	if (__builtin_expect(opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV, 0))
+	if (unlikely(opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV))
 		return 0;
 	return n + !n;
 }
@@ -200,7 +201,7 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
 
 	e->wr_id = wr->wr_id;
 	/* The opcode's union as posted: no switch per opcode. */
-	if (__builtin_expect(wr->opcode == IBV_WR_BIND_MW, 0))
+	if (unlikely(wr->opcode == IBV_WR_BIND_MW))
 		e->bind_mw = wr->bind_mw;
 	else
 		e->wr = wr->wr;
@@ -224,13 +225,13 @@ static inline void ibckpt_wrlog_fill_send(struct ibckpt_wrlog *log, uint32_t idx
  * SGE, no inline data, a ring with room; anything else takes the full
  * version. Not for TSO requests (their header).
  */
-static inline __attribute__((always_inline)) int
+static inline ALWAYS_INLINE int
 ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 {
 	uint32_t idx = log->tail & (log->size - 1);
 
-	if (__builtin_expect(wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
-			     ibckpt_wrlog_count(log) == log->size, 0))
+	if (unlikely(wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
+		     ibckpt_wrlog_count(log) == log->size))
 		return ibckpt_wrlog_send(log, wr);
 	log->wr[idx].sge1 = wr->sg_list[0];	/* max_sge >= 1 */
 	log->wr[idx].xat = log->xtail;
@@ -240,13 +241,13 @@ ibckpt_wrlog_send_fast(struct ibckpt_wrlog *log, const struct ibv_send_wr *wr)
 }
 
 /* The same for a receive. */
-static inline __attribute__((always_inline)) int
+static inline ALWAYS_INLINE int
 ibckpt_wrlog_recv_fast(struct ibckpt_wrlog *log, const struct ibv_recv_wr *wr)
 {
 	uint32_t idx = log->tail & (log->size - 1);
 	struct ibckpt_wr *e = &log->wr[idx];
 
-	if (__builtin_expect(wr->num_sge != 1 || ibckpt_wrlog_count(log) == log->size, 0))
+	if (unlikely(wr->num_sge != 1 || ibckpt_wrlog_count(log) == log->size))
 		return ibckpt_wrlog_recv(log, wr);
 	e->sge1 = wr->sg_list[0];
 	e->xat = log->xtail;
@@ -360,7 +361,7 @@ static inline int ibckpt_wrlog_post_recv(struct ibckpt_wrlog *log, void *real,
 	struct ibv_recv_wr *rbad = NULL;
 	int ret;
 
-	if (__builtin_expect(!wr || wr->next, 0))
+	if (unlikely(!wr || wr->next))
 		return ibckpt_wrlog_post_recv_list(log, real, post, wr, bad);
 	ret = ibckpt_wrlog_recv_fast(log, wr);
 	if (ret) {

@@ -379,12 +379,12 @@ static void forked_child(struct ibckpt_context *parent_ctx, struct ibv_cq *paren
 	CHECK(rbad == &rwr);
 	/* an extended CQ's polls are its own pointers, not the context's ops */
 	CHECK_EQ(ibv_start_poll(fork_parent_cqx, &(struct ibv_poll_cq_attr){ 0 }), EACCES);
-	CHECK_EQ(ibckpt_gated_ops.req_notify_cq(parent_cq, 0), EACCES);
+	CHECK_EQ(ibckpt_ctx_ops.req_notify_cq(parent_cq, 0), EACCES);
 	CHECK_EQ(ibckpt_destroy_cq(parent_cq), EACCES);
 	errno = 0;
 	CHECK(ibckpt_create_cq(&parent_ctx->vctx.context, 4, NULL, 0) == NULL);
 	CHECK_EQ(errno, EACCES);
-	CHECK(ibckpt_gated_ops.alloc_pd(&parent_ctx->vctx.context) == NULL);
+	CHECK(ibckpt_ctx_ops.alloc_pd(&parent_ctx->vctx.context) == NULL);
 	CHECK_EQ(errno, EACCES);
 	/* ibckpt's end of the parent's channel is closed; the application's stays */
 	CHECK_EQ(same_file_fds(parent_ch->fd), 1);

@@ -339,11 +339,11 @@ void stats_only_through_the_counting_ops(void)
 	CHECK_EQ(ibckpt_poll_cq(cq, 4, wc), 0);
 	CHECK_EQ(atomic_load(&ctx->stats.post_send) + atomic_load(&ctx->stats.post_recv) +
 		 atomic_load(&ctx->stats.poll_cq), 0);
-	CHECK_EQ(ibckpt_counted_ops.post_send(q, &swr, &sbad), 0);
-	CHECK_EQ(ibckpt_counted_ops.post_recv(q, &rwr, &rbad), 0);
+	CHECK_EQ(ibckpt_datapaths[IBCKPT_DP_COUNTED].post_send(q, &swr, &sbad), 0);
+	CHECK_EQ(ibckpt_datapaths[IBCKPT_DP_COUNTED].post_recv(q, &rwr, &rbad), 0);
 	v.cqe[v.ncqe++] = (struct ibv_wc){ .wr_id = 1, .opcode = IBV_WC_SEND, .qp_num = q->qp_num };
-	CHECK_EQ(ibckpt_counted_ops.poll_cq(cq, 4, wc), 1);
-	CHECK_EQ(ibckpt_counted_ops.poll_cq(cq, 4, wc), 0);
+	CHECK_EQ(ibckpt_datapaths[IBCKPT_DP_COUNTED].poll_cq(cq, 4, wc), 1);
+	CHECK_EQ(ibckpt_datapaths[IBCKPT_DP_COUNTED].poll_cq(cq, 4, wc), 0);
 	CHECK_EQ(atomic_load(&ctx->stats.post_send), 1);
 	CHECK_EQ(atomic_load(&ctx->stats.post_recv), 1);
 	CHECK_EQ(atomic_load(&ctx->stats.poll_cq), 2);

@@ -612,9 +612,9 @@ void restart_keeps_counting_ops(void)
 	struct ibv_context_ops before;
 
 	app_init();
-	ctx->vctx.context.ops.post_send = ibckpt_counted_ops.post_send;
-	ctx->vctx.context.ops.post_recv = ibckpt_counted_ops.post_recv;
-	ctx->vctx.context.ops.poll_cq = ibckpt_counted_ops.poll_cq;
+	ctx->vctx.context.ops.post_send = ibckpt_datapaths[IBCKPT_DP_COUNTED].post_send;
+	ctx->vctx.context.ops.post_recv = ibckpt_datapaths[IBCKPT_DP_COUNTED].post_recv;
+	ctx->vctx.context.ops.poll_cq = ibckpt_datapaths[IBCKPT_DP_COUNTED].poll_cq;
 	before = ctx->vctx.context.ops;
 	ibckpt_stats_on = true;
 	ibckpt_ctx_set_remapped(ctx);
@@ -623,6 +623,50 @@ void restart_keeps_counting_ops(void)
 	CHECK(ctx->vctx.context.ops.post_recv == before.post_recv);
 	CHECK(ctx->vctx.context.ops.poll_cq == before.poll_cq);
 	ctx->remapped = false;
+	app_fini();
+}
+
+/*
+ * The data path follows the context's state (verbs.c): the translating
+ * entries once remapped, the counting ones with IBCKPT_STATS whether
+ * remapped or not, the refusing ones for a forked child's copy whatever
+ * else holds.
+ */
+void datapath_follows_state(void)
+{
+	static const struct {
+		bool foreign, stats, remapped;
+		enum ibckpt_datapath_kind want;
+	} cases[] = {
+		{ false, false, false, IBCKPT_DP_IDENTITY },
+		{ false, false, true, IBCKPT_DP_REMAPPED },
+		{ false, true, false, IBCKPT_DP_COUNTED },
+		{ false, true, true, IBCKPT_DP_COUNTED },
+		{ true, false, false, IBCKPT_DP_FOREIGN },
+		{ true, false, true, IBCKPT_DP_FOREIGN },
+		{ true, true, false, IBCKPT_DP_FOREIGN },
+		{ false, false, false, IBCKPT_DP_IDENTITY },
+	};
+	const struct ibv_context_ops *ops;
+	const struct ibckpt_datapath *dp;
+	unsigned int i;
+
+	app_init();
+	ops = &ctx->vctx.context.ops;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ctx->foreign = cases[i].foreign;
+		ibckpt_stats_on = cases[i].stats;
+		ctx->remapped = cases[i].remapped;
+		ibckpt_ctx_set_datapath(ctx);
+		dp = &ibckpt_datapaths[cases[i].want];
+		CHECK(ops->post_send == dp->post_send);
+		CHECK(ops->post_recv == dp->post_recv);
+		CHECK(ops->post_srq_recv == dp->post_srq_recv);
+		CHECK(ops->poll_cq == dp->poll_cq);
+	}
+	CHECK(ibckpt_datapaths[IBCKPT_DP_IDENTITY].post_send == ibckpt_post_send);
+	CHECK(ibckpt_datapaths[IBCKPT_DP_REMAPPED].post_send == ibckpt_post_send_xl);
+	CHECK(ibckpt_datapaths[IBCKPT_DP_REMAPPED].poll_cq == ibckpt_poll_cq_xl);
 	app_fini();
 }
 

@@ -316,6 +316,7 @@ int main(void)
 	RUN(invalidated_keys_are_translated);
 	RUN(remapped_posts_translate_keys);
 	RUN(restart_keeps_counting_ops);
+	RUN(datapath_follows_state);
 	RUN(release_refuses_unpublished_addresses);
 	RUN(release_needs_the_psns);
 	RUN(real_timer_held_while_released);

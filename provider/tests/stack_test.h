@@ -112,6 +112,7 @@ void srq_limit_fires_once_across_a_restart(void);
 void invalidated_keys_are_translated(void);
 void remapped_posts_translate_keys(void);
 void restart_keeps_counting_ops(void);
+void datapath_follows_state(void);
 void release_refuses_unpublished_addresses(void);
 void release_needs_the_psns(void);
 void real_timer_held_while_released(void);
