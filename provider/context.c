@@ -176,8 +176,7 @@ struct verbs_context *ibckpt_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	ctx->vctx.context.num_comp_vectors = real->num_comp_vectors;
 	ibckpt_context_init(ctx, real);
 	ctx->wc_inv = ibckpt_mw_wc_inv(dev->vendor->name);
-	verbs_set_ops(&ctx->vctx, &ibckpt_ctx_ops);	/* verbs.c */
-	ibckpt_ctx_set_datapath(ctx);
+	ibckpt_ctx_set_ops(ctx);	/* verbs.c */
 	pthread_mutex_lock(&ibckpt_ctx_lock);
 	if (ibckpt_quiesced) {		/* opened while frozen: closed like the others */
 		atomic_store(&ctx->gate.closed, 1);

@@ -667,6 +667,7 @@ struct ibckpt_datapath {
 };
 
 extern const struct ibckpt_datapath ibckpt_datapaths[IBCKPT_DP_NR];
+void ibckpt_ctx_set_ops(struct ibckpt_context *ctx);
 void ibckpt_ctx_set_datapath(struct ibckpt_context *ctx);
 
 /* vendor.c */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * What libibverbs calls: every entry point of the provider, each listed
- * once, in the context's ops table and in the data path's table for each
- * state of a context. The entries themselves live in their objects' files.
+ * What libibverbs calls through a context's ops: each entry listed once, in
+ * the control path's table or in the data path's table for each state of a
+ * context. The entries themselves live in their objects' files. (The
+ * extended CQ's polls, the ibv_wr_* batches and the device's ops are the
+ * objects' own pointers: cq_ex.c, qp_ex.c, device.c.)
  *
  * Control path (ibckpt_ctx_ops, set once when a context opens). The
  * creates, registrations, queries, notification requests and multicast
@@ -10,9 +12,10 @@
  * none of them reaches the vendor while the control thread holds the gates
  * closed: nothing is created after a snapshot and before the thaw, and no
  * verb finds the vendor's context gone while released (restart.h). The
- * destroys, modify_qp and modify_srq enter the gate in their own files,
- * after the checks that may refuse them: a thread must never enter twice,
- * since a closer would wait for it forever. A thread arriving at a closed
+ * destroys, CQ creation and resize, modify_qp, modify_srq, window binds and
+ * close_xrcd enter the gate in their own files, around what they must
+ * cover and no more: a thread must never enter twice, since a closer would
+ * wait for it forever. A thread arriving at a closed
  * gate sleeps interruptibly: it parks like any other, and a checkpointer
  * can seize it.
  *
@@ -88,7 +91,8 @@ GATED(struct ibv_srq *, create_srq_ex, to_ictx(c),
       (struct ibv_context *c, struct ibv_srq_init_attr_ex *a), (c, a), NULL_ERRNO)
 GATED(int, query_srq, to_isrq(s)->ctx, (struct ibv_srq *s, struct ibv_srq_attr *a), (s, a), ERRNO)
 GATED(int, get_srq_num, to_isrq(s)->ctx, (struct ibv_srq *s, uint32_t *n), (s, n), ERRNO)
-GATED(int, req_notify_cq, to_icq(cq)->ctx, (struct ibv_cq *cq, int solicited), (cq, solicited), ERRNO)
+GATED(int, req_notify_cq, to_icq(cq)->ctx, (struct ibv_cq *cq, int solicited),
+      (cq, solicited), ERRNO)
 GATED(struct ibv_xrcd *, open_xrcd, to_ictx(c),
       (struct ibv_context *c, struct ibv_xrcd_init_attr *a), (c, a), NULL_ERRNO)
 GATED(int, query_port, to_ictx(c), (struct ibv_context *c, uint8_t port, struct ibv_port_attr *a),
@@ -245,31 +249,55 @@ const struct ibckpt_datapath ibckpt_datapaths[IBCKPT_DP_NR] = {
 	},
 };
 
+/* Foreign comes first, then counted, then remapped. */
+static const struct ibckpt_datapath *datapath_of(const struct ibckpt_context *ctx)
+{
+	if (ctx->foreign)
+		return &ibckpt_datapaths[IBCKPT_DP_FOREIGN];
+	if (ibckpt_stats_on)
+		return &ibckpt_datapaths[IBCKPT_DP_COUNTED];
+	if (ctx->remapped)
+		return &ibckpt_datapaths[IBCKPT_DP_REMAPPED];
+	return &ibckpt_datapaths[IBCKPT_DP_IDENTITY];
+}
+
 /**
- * ibckpt_ctx_set_datapath() - the data path's entries for a context's state
- * @ctx: a context being opened, remapped (its gate closed, ctx->lock held)
- *	or made foreign (a fork's child, one thread)
+ * ibckpt_ctx_set_ops() - a new context's ops, given to libibverbs
+ * @ctx: a context being opened, not yet returned to the application
  *
- * Foreign comes first, then counted, then remapped. A thread that loaded
- * the old entry just before a store still posts and polls right: every
- * entry is right in either state (it waits at its closed queue first).
- * libibverbs' inline ibv_post_send() and ibv_poll_cq() load these pointers
- * with plain loads (a data race in C11 terms, which a race detector
- * reports): aligned pointer stores are never seen torn.
+ * The control path's table with the data path of the context's state,
+ * through verbs_set_ops(), which keeps its own copy of every entry.
+ */
+void ibckpt_ctx_set_ops(struct ibckpt_context *ctx)
+{
+	const struct ibckpt_datapath *dp = datapath_of(ctx);
+	struct verbs_context_ops ops = ibckpt_ctx_ops;
+
+	ops.post_send = dp->post_send;
+	ops.post_recv = dp->post_recv;
+	ops.post_srq_recv = dp->post_srq_recv;
+	ops.poll_cq = dp->poll_cq;
+	verbs_set_ops(&ctx->vctx, &ops);
+}
+
+/**
+ * ibckpt_ctx_set_datapath() - the data path's entries for a context's new state
+ * @ctx: a context remapped (its gate closed, ctx->lock held) or made
+ *	foreign (a fork's child, one thread)
+ *
+ * Only the entries libibverbs' inline ibv_post_send(), ibv_post_recv(),
+ * ibv_post_srq_recv() and ibv_poll_cq() call change; libibverbs' own copy
+ * (verbs_set_ops()) is read by none of them. A thread that loaded the old
+ * entry just before a store still posts and polls right: every entry is
+ * right in either state (it waits at its closed queue first). Those inline
+ * calls load the pointers with plain loads (a data race in C11 terms, which
+ * a race detector reports): aligned pointer stores are never seen torn.
  */
 void ibckpt_ctx_set_datapath(struct ibckpt_context *ctx)
 {
 	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
-	const struct ibckpt_datapath *dp;
+	const struct ibckpt_datapath *dp = datapath_of(ctx);
 
-	if (ctx->foreign)
-		dp = &ibckpt_datapaths[IBCKPT_DP_FOREIGN];
-	else if (ibckpt_stats_on)
-		dp = &ibckpt_datapaths[IBCKPT_DP_COUNTED];
-	else if (ctx->remapped)
-		dp = &ibckpt_datapaths[IBCKPT_DP_REMAPPED];
-	else
-		dp = &ibckpt_datapaths[IBCKPT_DP_IDENTITY];
 	__atomic_store_n(&ops->post_send, dp->post_send, __ATOMIC_RELAXED);
 	__atomic_store_n(&ops->post_recv, dp->post_recv, __ATOMIC_RELAXED);
 	__atomic_store_n(&ops->post_srq_recv, dp->post_srq_recv, __ATOMIC_RELAXED);
