@@ -2,12 +2,12 @@
 /*
  * Freeze sessions. FREEZE creates a session for a job (job.c); a work item
  * scans the job (scan.c) and queues a park work (park.c) on every
- * application thread no session holds yet. The job is FROZEN when a scan that started while no
- * known thread was on its way to park finds no new thread: every thread
- * known then was parked or gone, so whatever it created before parking was
- * already visible to that scan, and a parked thread creates nothing. A
- * freeze that does not converge before its deadline is ABORTED and every
- * thread released.
+ * application thread no session holds yet. The job is FROZEN when a scan
+ * that started while no known thread was on its way to park finds no new
+ * thread: every thread known then was parked or gone, so whatever it
+ * created before parking was already visible to that scan, and a parked
+ * thread creates nothing. A freeze that does not converge before its
+ * deadline is ABORTED and every thread released.
  *
  * While FROZEN the job is rescanned now and then: a process that joins it
  * (moved into the cgroup, put into the group, created by an exempt control
