@@ -31,29 +31,9 @@ qpns() {
 		'.[] | select(.pid as $p | $t | index($p)) | .lqpn' | sort -n | tr '\n' ' '
 }
 
-# freeze_release DIR: the job frozen and released into DIR; a release
-# refused for requests in flight (exit 3) released nothing and is tried again
-freeze_release() {
-	local try rc p
-	for try in 1 2 3 4 5 6; do
-		ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" ||
-			fail "freeze: $(cat "$T/fe")"
-		rc=0
-		ibckpt release -D "$1" --session "$sid" > "$T/r" 2> "$T/re" || rc=$?
-		[ $rc = 0 ] && return 0
-		[ $rc = 3 ] && [ $try -lt 6 ] || fail "release (exit $rc): $(cat "$T/re")"
-		echo "release refused, requests in flight: $(cat "$T/re")"
-		for p in $server $client; do
-			[ -n "$(device_files "$p")" ] || fail "a refused release released process $p"
-		done
-		ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
-		sleep 0.$try
-	done
-}
-
 before_s=$(qpns "$server") before_c=$(qpns "$client")
 [ -n "$before_s" ] && [ -n "$before_c" ] || fail "no QPs listed before: '$before_s' '$before_c'"
-freeze_release "$T/ck"
+freeze_release "$sid" "$T/ck" "$server" "$client"
 grep -q "2 processes released" "$T/r" || fail "release said: $(cat "$T/r")"
 [ -s "$T/ck/ibckpt-job" ] || fail "no job file in the checkpoint directory"
 for p in $server $client; do
@@ -78,7 +58,7 @@ ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" || fail "free
 ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw after: $(cat "$T/te")"
 # the same, onto the other device each (server rxe0 -> rxe1, client rxe1 -> rxe0):
 # their GIDs change behind the ones the application knows
-freeze_release "$T/cks"
+freeze_release "$sid" "$T/cks" "$server" "$client"
 ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
 ibckpt reacquire -D "$T/cks" --map rxe0=rxe1,rxe1=rxe0 > "$T/q" 2> "$T/qe" ||
 	fail "reacquire on swapped devices: $(cat "$T/qe")"

@@ -47,15 +47,7 @@ gone() { for p in "$@"; do ! alive "$p" || return 1; done; }
 # refuses, fault injected) is undone everywhere (ABORT): the job is released
 # as before, holds nothing of a device, and the next reacquire works.
 holds_device() { ls -l "/proc/$1/fd" | grep -q infiniband/uverbs; }
-# (under traffic a release may find requests in flight: freeze again later,
-# as `checkpoint` does)
-for try in 1 2 3 4 5 6; do
-	ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" || fail "freeze: $(cat "$T/fe")"
-	ibckpt release -D "$T/ip" --session "$sid" > /dev/null 2> "$T/re" && break
-	grep -q "in flight" "$T/re" && [ "$try" -lt 6 ] || fail "release: $(cat "$T/re")"
-	ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
-	sleep 0.$try
-done
+freeze_release "$sid" "$T/ip" "$server" "$client"
 ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
 for m in rxe1=rxe9 rxe0=rxe9 fault; do
 	args=(--map "$m")

@@ -175,6 +175,31 @@ wl_freeze_cycles() {
 	done
 }
 
+# freeze_release SID DIR [PID...]: session SID frozen and released into DIR
+# (left frozen). Under traffic a release may find requests in flight: it
+# exits 3 with nothing released (ibckpt.8), each PID still holding its
+# device; then thaw, and freeze and release again a little later, as
+# `ibckpt checkpoint` does. The release's output is in $T/r.
+freeze_release() {
+	local sid=$1 dir=$2 try rc p
+	shift 2
+	for try in 1 2 3 4 5 6; do
+		ibckpt freeze --persist 60 --session "$sid" > /dev/null 2> "$T/fe" ||
+			fail "freeze: $(cat "$T/fe")"
+		rc=0
+		ibckpt release -D "$dir" --session "$sid" > "$T/r" 2> "$T/re" || rc=$?
+		[ $rc = 0 ] && return 0
+		[ $rc = 3 ] && [ $try -lt 6 ] || fail "release (exit $rc): $(cat "$T/re")"
+		echo "release refused, requests in flight: $(cat "$T/re")"
+		for p in "$@"; do
+			ls -l "/proc/$p/fd" | grep -q infiniband ||
+				fail "a refused release released process $p"
+		done
+		ibckpt thaw --session "$sid" > /dev/null 2> "$T/te" || fail "thaw: $(cat "$T/te")"
+		sleep 0.$try
+	done
+}
+
 # traffic_start_session QPS [CLIENT OPTIONS]: ibtraffic's server (rxe0)
 # and client (rxe1), through whatever RDMAV_DRIVERS says, in two process
 # groups of one new session, as a shell with job control starts them.
